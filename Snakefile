@@ -1,0 +1,31 @@
+# sentrepro: regenerate the tables of ConPVP, PromptBERT and MoCoUTRL.
+#   snakemake --profile slurm            the full paper matrix on a SLURM cluster (config.yaml)
+#   snakemake --profile profiles/demo    the offline demo on a laptop (config.yaml + profiles/demo/overlay.yaml)
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/tokenize.smk"
+include: "workflow/rules/train.smk"
+include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/report.smk"
+
+
+localrules:
+    all,
+    download,
+    prepare_dataset,
+    prepare_corpus,
+    table,
+
+
+rule all:
+    input:
+        table_targets(),
+    default_target: True

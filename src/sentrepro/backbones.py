@@ -1,0 +1,113 @@
+"""Load pretrained encoders and tokenizers, and pool their hidden states into sentence vectors.
+
+A backbone is named in config by a Hugging Face id, a local directory, or ``pkg://<package>/<dir>``
+(a model shipped inside a Python package, used by the offline demo). Poolers are small pure
+functions over hidden-state tensors.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import torch
+from torch import Tensor, nn
+
+from sentrepro.data.sources import local_path, resolve_url
+
+FAMILIES_WITH_POOLER = ("bert", "roberta")
+
+
+def resolve_model_path(model: str) -> str:
+    """``pkg://`` → local directory; Hugging Face ids and local paths pass through."""
+    if model.startswith("pkg://"):
+        path = local_path(resolve_url(model))
+        assert path is not None
+        return str(path)
+    return model
+
+
+def load_tokenizer(model: str):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(resolve_model_path(model), use_fast=True)
+
+
+def load_encoder(model: str, family: str, *, attention: str = "eager", dropout: float | None = None) -> nn.Module:
+    """The bare transformer encoder (no pretrained pooler, as SimCSE's ``add_pooling_layer=False``).
+
+    ``attention`` selects the attention kernel: ``eager`` matches transformers 4.2.1 numerically;
+    ``sdpa`` is faster on GPU. ``dropout`` overrides both hidden and attention dropout (ESimCSE).
+    """
+    from transformers import AutoConfig, AutoModel
+
+    path = resolve_model_path(model)
+    config = AutoConfig.from_pretrained(path)
+    if dropout is not None:
+        config.hidden_dropout_prob = dropout
+        config.attention_probs_dropout_prob = dropout
+    kwargs = {"config": config, "attn_implementation": attention}
+    if family in FAMILIES_WITH_POOLER:
+        kwargs["add_pooling_layer"] = False
+    return AutoModel.from_pretrained(path, **kwargs)
+
+
+def model_files(model: str) -> list[Path]:
+    """The files that define a locally available backbone (for provenance hashing)."""
+    path = Path(resolve_model_path(model))
+    if path.is_dir():
+        return sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
+    return []
+
+
+# --- poolers: hidden states (B, L, H) + attention mask (B, L) -> sentence vectors (B, H) ---------
+
+
+def pool_cls(last_hidden: Tensor) -> Tensor:
+    """Last-layer state of the first token. (B, L, H) -> (B, H)"""
+    return last_hidden[:, 0]
+
+
+def pool_avg(hidden: Tensor, mask: Tensor) -> Tensor:
+    """Attention-masked mean over positions. (B, L, H), (B, L) -> (B, H)"""
+    weights = mask.to(hidden.dtype).unsqueeze(-1)  # (B, L, 1)
+    return (hidden * weights).sum(1) / weights.sum(1).clamp_min(1e-9)
+
+
+def pool_first_last(hidden_states: tuple[Tensor, ...], mask: Tensor, definition: str = "embeddings") -> Tensor:
+    """Mean of the masked averages of the first and last layer.
+
+    ``embeddings`` takes ``hidden_states[0]`` (the embedding output), as the papers' baselines and the
+    older SimCSE code did; ``first-layer`` takes ``hidden_states[1]`` (SimCSE after commit 206d7ae).
+    """
+    first = hidden_states[0] if definition == "embeddings" else hidden_states[1]
+    return (pool_avg(first, mask) + pool_avg(hidden_states[-1], mask)) / 2
+
+
+def pool_top2(hidden_states: tuple[Tensor, ...], mask: Tensor) -> Tensor:
+    """Mean of the masked averages of the last two layers."""
+    return (pool_avg(hidden_states[-2], mask) + pool_avg(hidden_states[-1], mask)) / 2
+
+
+class MLPHead(nn.Module):
+    """SimCSE's projection: Linear(H, H) + Tanh, initialised N(0, 0.02) / zero bias like BERT's init."""
+
+    def __init__(self, hidden: int, init_std: float = 0.02):
+        super().__init__()
+        self.dense = nn.Linear(hidden, hidden)
+        self.activation = nn.Tanh()
+        nn.init.normal_(self.dense.weight, mean=0.0, std=init_std)
+        nn.init.zeros_(self.dense.bias)
+
+    def forward(self, features: Tensor) -> Tensor:  # (B, H) -> (B, H)
+        return self.activation(self.dense(features))
+
+
+def configure_threads(threads: int | None) -> int:
+    """Set torch's CPU threads from config, else from SLURM's allocation, else leave torch's default."""
+    if threads is None:
+        slurm = os.environ.get("SLURM_CPUS_PER_TASK")
+        threads = int(slurm) if slurm else None
+    if threads:
+        torch.set_num_threads(threads)
+    return torch.get_num_threads()

@@ -1,0 +1,230 @@
+"""Configuration: load, validate against the schema, and cut it into the slices each rule depends on.
+
+Rules receive only the slice they use (``params`` in Snakemake), so editing one method's learning
+rate changes only that method's training slice and reruns only its jobs.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "config.schema.yaml"
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+class ConfigError(ValueError):
+    """A configuration value is missing, unknown or of the wrong type; the message names the key."""
+
+
+@dataclass(frozen=True, order=True)
+class Run:
+    """One cell of the matrix: a backbone, a method, and a seed (``None`` for frozen baselines)."""
+
+    backbone: str
+    method: str
+    seed: int | None
+
+    @property
+    def run_id(self) -> str:
+        """Directory name of the run: ``seed42`` or ``frozen``."""
+        return "frozen" if self.seed is None else f"seed{self.seed}"
+
+    @property
+    def path(self) -> str:
+        return f"{self.backbone}/{self.method}/{self.run_id}"
+
+
+def deep_merge(base: dict, overlay: dict) -> dict:
+    """Recursively merge ``overlay`` into a copy of ``base`` (lists and scalars are replaced)."""
+    merged = copy.deepcopy(base)
+    for key, value in overlay.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def load_yaml(path: str | Path) -> dict:
+    with open(path, encoding="utf-8") as handle:
+        data = yaml.safe_load(handle) or {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping")
+    return data
+
+
+def load_config(*paths: str | Path) -> dict:
+    """Load config files in order, each overlaying the previous one, then validate."""
+    config: dict = {}
+    for path in paths:
+        config = deep_merge(config, load_yaml(path))
+    return validate(config)
+
+
+def _schema() -> dict:
+    return load_yaml(SCHEMA_PATH)
+
+
+def _key_path(error) -> str:
+    parts = [str(p) for p in error.absolute_path]
+    return ".".join(parts) if parts else "<top level>"
+
+
+def validate(config: dict) -> dict:
+    """Validate ``config`` against the schema and the cross references; fill schema defaults.
+
+    Raises ConfigError naming the offending key, e.g. ``methods.simcse.params.lerning_rate``.
+    """
+    validator = Draft202012Validator(_schema())
+    errors = sorted(validator.iter_errors(config), key=lambda e: list(e.absolute_path))
+    if errors:
+        messages = []
+        for error in errors[:10]:
+            error = best_match([error])
+            key = _key_path(error)
+            if error.validator == "additionalProperties":
+                unknown = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+                for name in unknown:
+                    full = f"{key}.{name}" if key != "<top level>" else name
+                    messages.append(f"unknown config key '{full}'")
+            else:
+                messages.append(f"config key '{key}': {error.message}")
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(messages))
+    _check_references(config)
+    return _with_defaults(config)
+
+
+def _check_references(config: dict) -> None:
+    problems = []
+    sources = config["data"]["sources"]
+    backbones = config["backbones"]
+    methods = config["methods"]
+    if config["corpus"]["source"] not in sources:
+        problems.append(f"corpus.source: unknown source '{config['corpus']['source']}'")
+    for name, method in methods.items():
+        for backbone in method.get("per_backbone", {}):
+            if backbone not in backbones:
+                problems.append(f"methods.{name}.per_backbone.{backbone}: unknown backbone")
+    for index, block in enumerate(config["matrix"]):
+        for backbone in block["backbones"]:
+            if backbone not in backbones:
+                problems.append(f"matrix[{index}].backbones: unknown backbone '{backbone}'")
+        for method in block["methods"]:
+            if method not in methods:
+                problems.append(f"matrix[{index}].methods: unknown method '{method}'")
+    for key in ("dev_source",):
+        value = config.get("training", {}).get(key)
+        if value is not None and value not in sources:
+            problems.append(f"training.{key}: unknown source '{value}'")
+    sts_source = config.get("evaluation", {}).get("sts", {}).get("source")
+    if sts_source is not None and sts_source not in sources:
+        problems.append(f"evaluation.sts.source: unknown source '{sts_source}'")
+    if problems:
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))
+
+
+def _with_defaults(config: dict) -> dict:
+    config = copy.deepcopy(config)
+    config.setdefault("resources_dir", "resources")
+    config["data"].setdefault("mirror", None)
+    for source in config["data"]["sources"].values():
+        source.setdefault("sha256", None)
+        source.setdefault("synthetic", False)
+    config["corpus"].setdefault("max_sentences", None)
+    training = config.setdefault("training", {})
+    training.setdefault("precision", "auto")
+    training.setdefault("attention", "eager")
+    training.setdefault("checkpoint_every", 125)
+    training.setdefault("threads", None)
+    config.setdefault("evaluation", {}).setdefault("batch_size", 128)
+    return config
+
+
+# --- slices ---------------------------------------------------------------------------------------
+
+
+def runs(config: dict) -> list[Run]:
+    """Every run of the matrix, deduplicated and sorted."""
+    found: set[Run] = set()
+    for block in config["matrix"]:
+        for backbone in block["backbones"]:
+            for method in block["methods"]:
+                if config["methods"][method]["kind"] == "frozen":
+                    found.add(Run(backbone, method, None))
+                else:
+                    for seed in block["seeds"]:
+                        found.add(Run(backbone, method, seed))
+    return sorted(found, key=lambda r: (r.backbone, r.method, -1 if r.seed is None else r.seed))
+
+
+def method_params(config: dict, method: str, backbone: str) -> dict:
+    """The method's params with the backbone's overrides applied."""
+    spec = config["methods"][method]
+    return deep_merge(spec["params"], spec.get("per_backbone", {}).get(backbone, {}))
+
+
+def backbone_slice(config: dict, backbone: str) -> dict:
+    spec = dict(config["backbones"][backbone])
+    spec.pop("resources", None)  # scheduling only, never changes results
+    spec.pop("stands_in_for", None)  # labelling only
+    return spec
+
+
+def train_slice(config: dict, run: Run) -> dict:
+    """Everything a training job's result depends on (and nothing else)."""
+    return {
+        "backbone": backbone_slice(config, run.backbone),
+        "method": {"name": run.method, "kind": config["methods"][run.method]["kind"],
+                   "params": method_params(config, run.method, run.backbone)},
+        "seed": run.seed,
+        "training": {k: v for k, v in config["training"].items() if k not in ("threads",)},
+        "corpus": config["corpus"],
+    }
+
+
+def sts_slice(config: dict) -> dict:
+    return {"batch_size": config["evaluation"]["batch_size"], **config["evaluation"]["sts"]}
+
+
+def source_slice(config: dict, name: str) -> dict:
+    """A data source's spec, with the local mirror applied when configured."""
+    spec = dict(config["data"]["sources"][name])
+    mirror = config["data"].get("mirror")
+    if mirror and spec.get("mirror_path"):
+        target = Path(mirror).expanduser().resolve() / spec["mirror_path"]
+        spec["url"] = target.as_uri()
+        spec["format"] = "directory" if target.is_dir() else "file"
+        spec["mirrored"] = True
+    return spec
+
+
+# --- code fingerprints ----------------------------------------------------------------------------
+
+
+def code_fingerprint(modules: Iterable[str]) -> str:
+    """sha256 over the source files of the named modules (paths relative to src/sentrepro).
+
+    Used as a rule param so that editing a method's code reruns that method's jobs only.
+    """
+    digest = hashlib.sha256()
+    for module in sorted(set(modules)):
+        path = PACKAGE_DIR / module
+        files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
+        for file in files:
+            digest.update(str(file.relative_to(PACKAGE_DIR)).encode())
+            digest.update(file.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def canonical_json(payload: Any) -> str:
+    return json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)

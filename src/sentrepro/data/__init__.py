@@ -1,0 +1,1 @@
+"""Data layer: download, verify, extract and parse the benchmark and training files."""

@@ -1,0 +1,326 @@
+"""Fetch one file from an http(s):// or file:// URL into place, verified and never half-written.
+
+Why this exists: the upstream papers' download scripts are bare ``wget`` calls, and broken or
+moved hosts are the most common reason their results cannot be rerun (see
+docs/users-and-style.md, "Broken data-download links"). Here every download
+
+* streams into a hidden partial file next to the destination (``.<name>.part``), so a killed or
+  cut-off transfer never leaves a file with the final name;
+* resumes that partial with an HTTP ``Range`` request on the next attempt or the next call;
+* retries transient failures (connection errors, timeouts, HTTP 429 and 5xx, responses shorter
+  than their ``Content-Length``) with exponential backoff;
+* checks the finished bytes against a pinned sha256 when one is given, or records the hash it
+  saw ("trust on first use") when none is;
+* appears under its final name only after verification, by an atomic rename.
+
+The partial file has a fixed name rather than a random temporary one (as ``fsutil.atomic_path``
+would give) because a later call must find it again to resume it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+from urllib.request import url2pathname
+
+import requests
+import urllib3
+from tqdm import tqdm
+
+from sentrepro import __version__
+from sentrepro.fsutil import CHUNK, sha256_file
+
+LOG = logging.getLogger(__name__)
+
+VERIFIED_BY_PIN = "pinned"
+TRUST_ON_FIRST_USE = "trust-on-first-use"
+
+# Network-level failures worth another attempt. Errors raised while *writing* the partial file
+# (disk full, permissions) are deliberately not in this list: retrying cannot fix them.
+_TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
+    requests.ConnectionError,
+    requests.Timeout,
+    requests.exceptions.ChunkedEncodingError,
+    urllib3.exceptions.ProtocolError,
+    urllib3.exceptions.ReadTimeoutError,
+    ConnectionError,
+    TimeoutError,
+)
+
+
+class DownloadError(RuntimeError):
+    """A download failed; the message names the URL and the destination."""
+
+
+class ChecksumMismatch(DownloadError):
+    """The downloaded bytes do not hash to the pinned sha256."""
+
+
+@dataclass(frozen=True)
+class FetchResult:
+    """What ``fetch`` put where, and how far it can be trusted."""
+
+    path: Path
+    url: str
+    sha256: str
+    bytes: int
+    verification: str  # "pinned" or "trust-on-first-use"
+    resumed: bool  # True if an earlier partial download was continued
+
+
+class _TransientFailure(Exception):
+    """One attempt failed in a way that another attempt may fix."""
+
+
+def partial_path(dest: Path) -> Path:
+    """The hidden file a download of ``dest`` streams into until it is verified."""
+    return dest.with_name(f".{dest.name}.part")
+
+
+def backoff_delay(backoff_s: float, attempt: int) -> float:
+    """Seconds to wait after failed attempt number ``attempt`` (0-based): ``backoff_s * 2**attempt``."""
+    return backoff_s * (2**attempt)
+
+
+def is_transient_status(status: int) -> bool:
+    """HTTP statuses that mean "try again later" rather than "this will never work"."""
+    return status == 429 or 500 <= status <= 599
+
+
+def fetch(
+    url: str,
+    dest: Path,
+    sha256: str | None = None,
+    *,
+    retries: int = 5,
+    backoff_s: float = 1.0,
+    timeout_s: float = 60.0,
+    progress: bool = True,
+) -> FetchResult:
+    """Download ``url`` to ``dest`` and verify it.
+
+    ``sha256`` pins the expected content. With a pin, an existing ``dest`` that matches is
+    returned without any network access; one that does not match is deleted and downloaded
+    again; a download that does not match raises ``ChecksumMismatch`` and leaves neither ``dest``
+    nor a partial file. Without a pin an existing ``dest`` is returned as is and the result
+    reports ``verification="trust-on-first-use"`` with the hash it found, for the caller to
+    record and pin from then on.
+
+    ``retries`` is the number of extra attempts after the first one for transient failures;
+    each waits ``backoff_s * 2**attempt`` seconds and resumes from the partial file.
+    ``timeout_s`` bounds connecting and each read from the socket.
+    """
+    dest = Path(dest)
+    expected = _normalise_sha256(sha256, url, dest)
+    verification = VERIFIED_BY_PIN if expected else TRUST_ON_FIRST_USE
+
+    existing = _reuse_existing(url, dest, expected)
+    if existing is not None:
+        return existing
+
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    scheme = urlparse(url).scheme.lower()
+    if scheme in ("http", "https"):
+        resumed = _download_http_verified(url, dest, expected, retries, backoff_s, timeout_s, progress)
+    elif scheme == "file":
+        _copy_local(url, dest)
+        resumed = False
+    else:
+        raise DownloadError(f"cannot fetch {url} -> {dest}: unsupported URL scheme {scheme!r} "
+                            "(use http://, https:// or file://)")
+
+    actual = _verify_partial(url, dest, expected)
+    os.replace(partial_path(dest), dest)
+    if verification == TRUST_ON_FIRST_USE:
+        LOG.warning("no sha256 pinned for %s; trust on first use, recorded sha256 %s for %s", url, actual, dest)
+    return FetchResult(dest, url, actual, dest.stat().st_size, verification, resumed)
+
+
+def _normalise_sha256(sha256: str | None, url: str, dest: Path) -> str | None:
+    if sha256 is None or sha256 == "":
+        return None
+    value = sha256.strip().lower()
+    if len(value) != 64 or any(ch not in "0123456789abcdef" for ch in value):
+        raise DownloadError(f"cannot fetch {url} -> {dest}: pinned sha256 {sha256!r} is not 64 hex digits")
+    return value
+
+
+def _reuse_existing(url: str, dest: Path, expected: str | None) -> FetchResult | None:
+    """Return a result for an already present ``dest`` that may be kept, else clear the way."""
+    if not dest.is_file():
+        return None
+    actual = sha256_file(dest)
+    if expected is None:
+        return FetchResult(dest, url, actual, dest.stat().st_size, TRUST_ON_FIRST_USE, False)
+    if actual == expected:
+        return FetchResult(dest, url, actual, dest.stat().st_size, VERIFIED_BY_PIN, False)
+    LOG.warning("%s exists but its sha256 %s is not the pinned %s; downloading it again", dest, actual, expected)
+    dest.unlink()
+    return None
+
+
+def _verify_partial(url: str, dest: Path, expected: str | None) -> str:
+    """Hash the finished partial; on a pin mismatch delete it and raise ``ChecksumMismatch``."""
+    part = partial_path(dest)
+    actual = sha256_file(part)
+    if expected is not None and actual != expected:
+        part.unlink()
+        raise ChecksumMismatch(
+            f"sha256 mismatch for {dest} (downloaded from {url}): expected {expected}, got {actual}; "
+            "the download was deleted"
+        )
+    return actual
+
+
+def _copy_local(url: str, dest: Path) -> None:
+    """Copy the file a ``file://`` URL names into the partial file (no resume: copying is cheap)."""
+    parsed = urlparse(url)
+    if parsed.netloc not in ("", "localhost"):
+        raise DownloadError(f"cannot fetch {url} -> {dest}: file:// URLs must name a local path, "
+                            f"not host {parsed.netloc!r}")
+    source = Path(url2pathname(parsed.path))  # url2pathname also undoes %-escapes
+    if not source.is_file():
+        what = "is not a regular file" if source.exists() else "does not exist"
+        raise DownloadError(f"cannot fetch {url} -> {dest}: source file {source} {what}")
+    part = partial_path(dest)
+    try:
+        shutil.copyfile(source, part)
+    except OSError as exc:
+        part.unlink(missing_ok=True)
+        raise DownloadError(f"cannot fetch {url} -> {dest}: copying {source} failed: {exc}") from exc
+
+
+def _download_http_verified(
+    url: str, dest: Path, expected: str | None, retries: int, backoff_s: float, timeout_s: float, progress: bool
+) -> bool:
+    """Download into the partial file; return whether an earlier partial was continued.
+
+    A resumed download that fails its pin may have stitched a stale partial (from an older
+    version of the remote file) to new bytes, so it is restarted from zero once before the
+    mismatch is reported.
+    """
+    part = partial_path(dest)
+    resumed = _download_http(url, dest, retries, backoff_s, timeout_s, progress)
+    if resumed and expected is not None and sha256_file(part) != expected:
+        LOG.warning("resumed download of %s does not match its pin; restarting from zero", url)
+        part.unlink()
+        resumed = _download_http(url, dest, retries, backoff_s, timeout_s, progress)
+    return resumed
+
+
+def _download_http(url: str, dest: Path, retries: int, backoff_s: float, timeout_s: float, progress: bool) -> bool:
+    """Run attempts until the partial holds the whole response or retries are exhausted."""
+    resumed = False
+    with requests.Session() as session:
+        session.headers["User-Agent"] = f"sentrepro/{__version__} (+python-requests)"
+        # Identity encoding keeps byte offsets (Range, Content-Length) about the file itself.
+        session.headers["Accept-Encoding"] = "identity"
+        attempt = 0
+        while True:
+            try:
+                resumed = _http_attempt(session, url, dest, timeout_s, progress) or resumed
+                return resumed
+            except (_TransientFailure, *_TRANSIENT_ERRORS) as exc:
+                if attempt >= retries:
+                    have = partial_path(dest).stat().st_size if partial_path(dest).exists() else 0
+                    raise DownloadError(
+                        f"cannot fetch {url} -> {dest}: gave up after {attempt + 1} attempts; last error: {exc}. "
+                        f"{have} bytes kept in {partial_path(dest)} for a later call to resume"
+                    ) from exc
+                delay = backoff_delay(backoff_s, attempt)
+                LOG.warning("fetching %s failed (%s); attempt %d of %d in %.1f s",
+                            url, exc, attempt + 2, retries + 1, delay)
+                time.sleep(delay)
+                attempt += 1
+
+
+def _http_attempt(session: requests.Session, url: str, dest: Path, timeout_s: float, progress: bool) -> bool:
+    """One GET, resuming from the partial file if there is one. Returns True if it appended.
+
+    Raises ``_TransientFailure`` (or a network error) when another attempt may succeed and
+    ``DownloadError`` when it cannot.
+    """
+    part = partial_path(dest)
+    offset = part.stat().st_size if part.exists() else 0
+    headers = {"Range": f"bytes={offset}-"} if offset else {}
+    with session.get(url, headers=headers, stream=True, timeout=timeout_s) as response:
+        status = response.status_code
+        if status == 416 and offset:
+            if _partial_already_complete(response, offset):
+                return True
+            part.unlink()
+            raise _TransientFailure(f"server refused to resume at byte {offset} (HTTP 416); restarting from zero")
+        if is_transient_status(status):
+            raise _TransientFailure(f"HTTP {status} {response.reason}")
+        if status >= 400:
+            raise DownloadError(f"cannot fetch {url} -> {dest}: HTTP {status} {response.reason}")
+        if status == 206 and offset:
+            start = _content_range_start(response)
+            if start != offset:
+                part.unlink()
+                raise _TransientFailure(f"server resumed at byte {start}, not {offset}; restarting from zero")
+            appending = True
+        elif status == 200:
+            appending, offset = False, 0
+        else:
+            raise DownloadError(f"cannot fetch {url} -> {dest}: unexpected HTTP {status} {response.reason}")
+
+        remaining = _content_length(response)
+        total = offset + remaining if remaining is not None else None
+        written = _stream_to_file(response, part, append=appending, offset=offset, total=total,
+                                  label=dest.name, progress=progress)
+        if remaining is not None and written < remaining:
+            raise _TransientFailure(f"response truncated: got {offset + written} of {total} bytes")
+        return appending
+
+
+def _stream_to_file(response: requests.Response, part: Path, *, append: bool, offset: int, total: int | None,
+                    label: str, progress: bool) -> int:
+    """Copy the raw response body to ``part`` in 1 MiB chunks; return the number of bytes written.
+
+    Each chunk is flushed, so whatever arrived before a connection drop is there to resume from.
+    """
+    written = 0
+    show_bar = progress and sys.stderr.isatty()
+    with open(part, "ab" if append else "wb") as handle, tqdm(
+        total=total, initial=offset, unit="B", unit_scale=True, unit_divisor=1024,
+        desc=label, file=sys.stderr, disable=not show_bar,
+    ) as bar:
+        # decode_content=False: the file's bytes exactly as served, whatever Content-Encoding says.
+        for chunk in response.raw.stream(CHUNK, decode_content=False):
+            handle.write(chunk)
+            handle.flush()
+            written += len(chunk)
+            bar.update(len(chunk))
+        os.fsync(handle.fileno())
+    return written
+
+
+def _content_length(response: requests.Response) -> int | None:
+    value = response.headers.get("Content-Length")
+    if value is None or not value.strip().isdigit():
+        return None
+    return int(value)
+
+
+def _content_range_start(response: requests.Response) -> int | None:
+    """First byte position of a ``Content-Range: bytes <start>-<end>/<size>`` header."""
+    value = response.headers.get("Content-Range", "")
+    unit, _, spec = value.partition(" ")
+    start, _, _ = spec.partition("-")
+    if unit.strip() != "bytes" or not start.strip().isdigit():
+        return None
+    return int(start)
+
+
+def _partial_already_complete(response: requests.Response, offset: int) -> bool:
+    """A 416 with ``Content-Range: bytes */<size>`` equal to the partial's size: nothing left to fetch."""
+    value = response.headers.get("Content-Range", "")
+    _, _, size = value.rpartition("/")
+    return size.strip().isdigit() and int(size) == offset

@@ -1,0 +1,552 @@
+"""The SentEval probe: a logistic-regression classifier trained on frozen sentence embeddings.
+
+This re-implements the classifier of SentEval's ``tools/classifier.py`` (``MLP`` with ``nhid=0``) as used by
+SimCSE, PromptBERT and ConPVP for the transfer tasks, so that the numbers are comparable without SentEval and
+without a hard CUDA requirement. Behaviour kept from SentEval, on purpose:
+
+* The model is one ``nn.Linear(H, C)`` (multinomial logistic regression) trained with mean cross-entropy.
+  SentEval sets ``loss_fn.size_average = False`` after construction, which PyTorch ≥ 0.4.1 ignores, so the
+  loss it really optimised is the mean; we use the mean.
+* L2 is coupled weight decay (``grad += l2 * param`` before the Adam/RMSprop step, what torch's ``weight_decay``
+  does; not AdamW). Adam uses lr 1e-3 and RMSprop lr 1e-2 (the torch defaults SentEval relied on; written out
+  here so a torch default change cannot move the numbers).
+* One "epoch" is ``epoch_size`` passes over the training data, each pass in a fresh random order. After each
+  epoch the accuracy on the validation data is measured; the weights with the best accuracy so far (strictly
+  better) are kept. The non-improvement counter is **cumulative, never reset** on improvement, and training
+  stops at the epoch where it is already ``tenacity`` (i.e. at the (tenacity+1)-th non-improving epoch), or once
+  more than ``max_epoch`` passes have been made (SentEval's ``while nepoch <= max_epoch`` loop).
+* Randomness: every fit seeds its own ``np.random.RandomState(seed)`` – the same stream SentEval drew from after
+  ``np.random.seed(seed)`` – for the 5 % validation hold-out and the per-pass shuffles, and seeds torch before
+  building the layer on the CPU (so the initial weights equal SentEval's for the same seed). Global RNG state is
+  restored afterwards. Same inputs + same seed give the same result on the CPU.
+
+Speed: the probes of one L2 grid share their initial weights and batch order (SentEval re-seeds every fit), so
+:func:`fit_probe_grid` trains them side by side as one :class:`StackedProbe`, each with its own L2 and its own
+early stopping; this is the same computation in a quarter of the optimiser steps. Model selection over the
+L2 grid on a list of (train, validation) folds is here as well (:func:`search_l2_on_folds`), because every
+protocol (transfer, few-shot, WOS) uses it.
+
+The classifier runs on any torch device (``device="cpu"`` or ``"cuda"``); SentEval itself required CUDA.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import asdict, dataclass
+from typing import Iterator, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+SENTEVAL_SEED = 1111
+SENTEVAL_L2_GRID = (1e-5, 1e-4, 1e-3, 1e-2)
+
+# SentEval's optimizer strings resolved to the torch defaults of the time (adam lr 1e-3, rmsprop lr 1e-2).
+OPTIMIZER_LEARNING_RATES = {"adam": 1e-3, "rmsprop": 1e-2}
+
+
+@dataclass(frozen=True)
+class ProbeConfig:
+    """Classifier settings of one SentEval mode (``params['classifier']`` plus ``kfold``)."""
+
+    kfold: int
+    optimizer: str
+    batch_size: int
+    tenacity: int
+    epoch_size: int
+    max_epoch: int = 200
+    l2_grid: tuple[float, ...] = SENTEVAL_L2_GRID
+    validation_fraction: float = 0.05
+    hidden_dim: int = 0
+    dropout: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.optimizer not in OPTIMIZER_LEARNING_RATES:
+            raise ValueError(f"ProbeConfig.optimizer={self.optimizer!r}; expected one of {sorted(OPTIMIZER_LEARNING_RATES)}")
+        for name in ("kfold", "batch_size", "epoch_size", "max_epoch"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"ProbeConfig.{name} must be >= 1, got {getattr(self, name)}")
+        if self.kfold < 2:
+            raise ValueError(f"ProbeConfig.kfold must be >= 2, got {self.kfold}")
+        if self.tenacity < 0 or self.hidden_dim < 0:
+            raise ValueError("ProbeConfig.tenacity and ProbeConfig.hidden_dim must be >= 0")
+        if not self.l2_grid:
+            raise ValueError("ProbeConfig.l2_grid must not be empty")
+        if not 0.0 < self.validation_fraction < 1.0:
+            raise ValueError(f"ProbeConfig.validation_fraction must be in (0, 1), got {self.validation_fraction}")
+
+    def to_dict(self) -> dict:
+        payload = asdict(self)
+        payload["l2_grid"] = list(self.l2_grid)
+        return payload
+
+
+# SimCSE evaluation.py: 'test' = SentEval "full config" (paper tables); 'fasttest' = the fast config.
+PROBE_MODES: dict[str, ProbeConfig] = {
+    "test": ProbeConfig(kfold=10, optimizer="adam", batch_size=64, tenacity=5, epoch_size=4),
+    "fasttest": ProbeConfig(kfold=5, optimizer="rmsprop", batch_size=128, tenacity=3, epoch_size=2),
+}
+
+
+def resolve_mode(mode: str | ProbeConfig) -> tuple[str, ProbeConfig]:
+    """Return ``(mode name, config)``; a ``ProbeConfig`` passed directly is named ``"custom"``."""
+    if isinstance(mode, ProbeConfig):
+        return "custom", mode
+    if mode not in PROBE_MODES:
+        raise ValueError(f"unknown probe mode {mode!r}; known modes: {sorted(PROBE_MODES)}")
+    return mode, PROBE_MODES[mode]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Input checking
+
+
+def as_features(X: np.ndarray, name: str = "X") -> np.ndarray:
+    """Return ``X`` as a C-contiguous float32 (N, H) array; reject other shapes and non-finite values."""
+    array = np.ascontiguousarray(np.asarray(X, dtype=np.float32))
+    if array.ndim != 2 or array.shape[0] == 0 or array.shape[1] == 0:
+        raise ValueError(f"{name} must be a non-empty 2-D array (N, H), got shape {array.shape}")
+    if not np.isfinite(array).all():
+        bad_row = int(np.argwhere(~np.isfinite(array))[0, 0])
+        raise ValueError(f"{name} contains NaN or inf (first at row {bad_row})")
+    return array
+
+
+def as_labels(y: np.ndarray, n_rows: int, name: str = "y") -> np.ndarray:
+    """Return ``y`` as a 1-D int64 array of length ``n_rows``."""
+    array = np.asarray(y)
+    if array.ndim != 1 or array.shape[0] != n_rows:
+        raise ValueError(f"{name} must be 1-D with {n_rows} entries (one per embedding row), got shape {array.shape}")
+    if not np.issubdtype(array.dtype, np.integer):
+        raise ValueError(f"{name} must hold integer labels, got dtype {array.dtype}")
+    return array.astype(np.int64)
+
+
+def encode_labels(*label_arrays: np.ndarray) -> tuple[list[np.ndarray], int]:
+    """Map the labels of several splits jointly onto 0..C-1 (sorted order); return the arrays and C."""
+    classes = np.unique(np.concatenate([np.asarray(a) for a in label_arrays]))
+    encoded = [np.searchsorted(classes, np.asarray(a)).astype(np.int64) for a in label_arrays]
+    return encoded, int(classes.shape[0])
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The model and its seeded construction
+
+
+@contextlib.contextmanager
+def seeded_torch(seed: int, device: torch.device) -> Iterator[None]:
+    """Seed torch's CPU generator (and the CUDA one of ``device``) inside the block; restore them afterwards."""
+    cuda_devices = []
+    if device.type == "cuda":
+        cuda_devices = [device.index if device.index is not None else torch.cuda.current_device()]
+    with torch.random.fork_rng(devices=cuda_devices):
+        torch.default_generator.manual_seed(seed)
+        for index in cuda_devices:
+            with torch.cuda.device(index):
+                torch.cuda.manual_seed(seed)
+        yield
+
+
+def build_probe(input_dim: int, n_classes: int, hidden_dim: int = 0, dropout: float = 0.0) -> nn.Sequential:
+    """SentEval's classifier: ``Linear(H, C)``; with ``hidden_dim > 0`` Linear → Dropout → Sigmoid → Linear.
+
+    Built on the CPU with torch's default init; call inside :func:`seeded_torch` for reproducible weights.
+    """
+    if hidden_dim == 0:
+        return nn.Sequential(nn.Linear(input_dim, n_classes))
+    return nn.Sequential(
+        nn.Linear(input_dim, hidden_dim), nn.Dropout(p=dropout), nn.Sigmoid(), nn.Linear(hidden_dim, n_classes)
+    )
+
+
+class StackedProbe(nn.Module):
+    """G copies of one probe, each with its own parameters, evaluated side by side on the same batch.
+
+    SentEval trains the probes of an L2 grid one after another, each re-seeded with the same seed, so they all
+    start from the same weights and see the same sequence of batches; only their L2 differs. Training them as
+    one stack with the sum of their per-member mean losses is that same computation (the members share no
+    parameter, and Adam/RMSprop update every element independently), done in a quarter of the steps.
+    Shapes: input (B, H) -> logits (G, B, C); layer i has weights (G, out_i, in_i) and biases (G, out_i).
+    """
+
+    def __init__(self, template: nn.Sequential, n_members: int) -> None:
+        super().__init__()
+        linears = [layer for layer in template if isinstance(layer, nn.Linear)]
+        dropouts = [layer.p for layer in template if isinstance(layer, nn.Dropout)]
+        self.weights = nn.ParameterList(
+            nn.Parameter(layer.weight.detach().unsqueeze(0).repeat(n_members, 1, 1)) for layer in linears
+        )
+        self.biases = nn.ParameterList(
+            nn.Parameter(layer.bias.detach().unsqueeze(0).repeat(n_members, 1)) for layer in linears
+        )
+        self.dropout = nn.Dropout(p=dropouts[0] if dropouts else 0.0)
+        self.n_members = n_members
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        hidden = features  # (B, H); broadcast against (G, H, out) in the first matmul
+        for depth, (weight, bias) in enumerate(zip(self.weights, self.biases)):
+            if depth > 0:
+                hidden = torch.sigmoid(self.dropout(hidden))
+            hidden = torch.matmul(hidden, weight.transpose(1, 2)) + bias.unsqueeze(1)  # (G, B, out)
+        return hidden
+
+    def member_state(self, member: int) -> list[torch.Tensor]:
+        """Detached copies of member ``member``'s weights and biases, layer by layer."""
+        state = []
+        for weight, bias in zip(self.weights, self.biases):
+            state += [weight[member].detach().clone(), bias[member].detach().clone()]
+        return state
+
+
+def probe_from_state(state: list[torch.Tensor], hidden_dim: int, dropout: float) -> nn.Sequential:
+    """A plain ``nn.Sequential`` probe holding one member's weights (see :meth:`StackedProbe.member_state`)."""
+    n_classes, input_dim = state[-2].shape[0], state[0].shape[1]
+    with torch.random.fork_rng(devices=[]):  # the throw-away default init must not advance the global RNG
+        model = build_probe(input_dim, n_classes, hidden_dim, dropout).to(state[0].device)
+    linears = [layer for layer in model if isinstance(layer, nn.Linear)]
+    with torch.no_grad():
+        for layer, weight, bias in zip(linears, state[0::2], state[1::2]):
+            layer.weight.copy_(weight)
+            layer.bias.copy_(bias)
+    return model.eval()
+
+
+def make_optimizer(name: str, params) -> torch.optim.Optimizer:
+    """SentEval's optimiser without weight decay; the (per-member) L2 is added to the gradients by the caller."""
+    learning_rate = OPTIMIZER_LEARNING_RATES[name]
+    if name == "adam":
+        return torch.optim.Adam(params, lr=learning_rate)
+    return torch.optim.RMSprop(params, lr=learning_rate)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# A trained probe
+
+
+@dataclass
+class TrainedProbe:
+    """A fitted probe plus what its training run saw.
+
+    ``l2`` is its weight decay, ``best_val_accuracy`` a fraction in [0, 1] (``None`` for fixed-epoch training),
+    ``best_epoch`` the 1-based epoch whose weights were kept, ``epochs_run`` how many epochs were trained.
+    """
+
+    model: nn.Module
+    device: torch.device
+    batch_size: int
+    l2: float
+    best_val_accuracy: float | None
+    best_epoch: int
+    epochs_run: int
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        """Class index (argmax of the logits) for every row of ``X``; int64 array of shape (N,)."""
+        features = torch.from_numpy(as_features(X)).to(self.device)
+        self.model.eval()
+        with torch.no_grad():
+            chunks = [
+                self.model(features[start : start + self.batch_size]).argmax(dim=-1)
+                for start in range(0, len(features), self.batch_size)
+            ]
+        return torch.cat(chunks).cpu().numpy()
+
+    def accuracy(self, X: np.ndarray, y: np.ndarray) -> float:
+        """Fraction of rows of ``X`` whose predicted class equals ``y``."""
+        labels = as_labels(y, len(X))
+        return float(np.mean(self.predict(X) == labels))
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Training
+
+
+def _stack_accuracies(stack: StackedProbe, features: torch.Tensor, labels: torch.Tensor, batch_size: int) -> list[float]:
+    """Accuracy of every member on (features (N, H), labels (N,)); list of G fractions."""
+    stack.eval()
+    correct = torch.zeros(stack.n_members, dtype=torch.long, device=features.device)
+    with torch.no_grad():
+        for start in range(0, len(features), batch_size):
+            predictions = stack(features[start : start + batch_size]).argmax(dim=-1)  # (G, b)
+            correct += (predictions == labels[start : start + batch_size]).sum(dim=1)
+    return [count / len(labels) for count in correct.tolist()]
+
+
+def _train_passes(
+    stack: StackedProbe,
+    optimizer: torch.optim.Optimizer,
+    decay: torch.Tensor,
+    features: torch.Tensor,
+    labels: torch.Tensor,
+    n_passes: int,
+    batch_size: int,
+    rng: np.random.RandomState,
+) -> None:
+    """``n_passes`` shuffled mini-batch passes (one SentEval "epoch") of cross-entropy + coupled L2.
+
+    ``decay`` (G,) holds each member's L2; ``grad += l2 * param`` is what torch's ``weight_decay`` does.
+    """
+    stack.train()
+    n_members = stack.n_members
+    for _ in range(n_passes):
+        order = torch.from_numpy(rng.permutation(len(features))).to(features.device)
+        for start in range(0, len(order), batch_size):
+            batch = order[start : start + batch_size]
+            logits = stack(features.index_select(0, batch))  # (G, B, C)
+            targets = labels.index_select(0, batch).repeat(n_members)  # (G*B,), member-major like the logits
+            per_member = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets, reduction="none")
+            loss = per_member.view(n_members, -1).mean(dim=1).sum()
+            optimizer.zero_grad()
+            loss.backward()
+            with torch.no_grad():
+                for parameter in stack.parameters():
+                    parameter.grad.add_(parameter * decay.view(-1, *([1] * (parameter.dim() - 1))))
+            optimizer.step()
+
+
+def _holdout_split(n_rows: int, fraction: float, rng: np.random.RandomState) -> tuple[np.ndarray, np.ndarray]:
+    """SentEval's ``validation_split``: a random permutation, the first ``int(fraction * N)`` rows validate."""
+    permutation = rng.permutation(n_rows)
+    n_validation = int(fraction * n_rows)
+    if n_validation == 0:
+        raise ValueError(
+            f"validation_fraction={fraction} of {n_rows} training rows holds out no row; "
+            "pass explicit validation data or a larger training set"
+        )
+    return permutation[n_validation:], permutation[:n_validation]
+
+
+def fit_probe_grid(
+    X: np.ndarray,
+    y: np.ndarray,
+    *,
+    n_classes: int,
+    l2_grid: Sequence[float],
+    config: ProbeConfig,
+    seed: int = SENTEVAL_SEED,
+    device: str | torch.device = "cpu",
+    validation: tuple[np.ndarray, np.ndarray] | None = None,
+) -> list[TrainedProbe]:
+    """Train one probe per L2 value with SentEval's early-stopping loop; one :class:`TrainedProbe` per L2.
+
+    Each probe gets exactly what a separate SentEval fit with ``seed`` would get (same initial weights, same
+    hold-out, same batch order), and stops on its own; they are merely computed together.
+    ``validation=(X_val, y_val)`` drives early stopping; without it a random ``config.validation_fraction`` of
+    ``X`` is held out for that (SentEval's ``validation_split=0.05``). Labels must lie in 0..n_classes-1.
+    """
+    if config.hidden_dim > 0 and config.dropout > 0 and len(l2_grid) > 1:
+        # Dropout masks would be drawn for the whole stack at once; fit separately to keep each probe's stream.
+        return [
+            fit_probe_grid(X, y, n_classes=n_classes, l2_grid=[l2], config=config, seed=seed, device=device,
+                           validation=validation)[0]
+            for l2 in l2_grid
+        ]
+    device = torch.device(device)
+    rng = np.random.RandomState(seed)
+    X = as_features(X)
+    y = _checked_labels(y, len(X), n_classes)
+    if validation is None:
+        train_rows, validation_rows = _holdout_split(len(X), config.validation_fraction, rng)
+        X_train, y_train, X_val, y_val = X[train_rows], y[train_rows], X[validation_rows], y[validation_rows]
+    else:
+        X_train, y_train = X, y
+        X_val = as_features(validation[0], "X_val")
+        y_val = _checked_labels(validation[1], len(X_val), n_classes, "y_val")
+    features, labels = _to_device(X_train, y_train, device)
+    val_features, val_labels = _to_device(X_val, y_val, device)
+
+    n_members = len(l2_grid)
+    best_accuracy, best_epoch = [-1.0] * n_members, [0] * n_members
+    best_state: list[list[torch.Tensor]] = [[] for _ in range(n_members)]
+    non_improving, epochs_run, active = [0] * n_members, [0] * n_members, [True] * n_members
+    with seeded_torch(seed, device):
+        stack = _new_stack(X.shape[1], n_classes, config, n_members, device)
+        optimizer = make_optimizer(config.optimizer, stack.parameters())
+        decay = torch.tensor(list(l2_grid), dtype=torch.float32, device=device)
+        passes_done, epoch = 0, 0
+        while any(active) and passes_done <= config.max_epoch:
+            _train_passes(stack, optimizer, decay, features, labels, config.epoch_size, config.batch_size, rng)
+            passes_done += config.epoch_size
+            epoch += 1
+            accuracies = _stack_accuracies(stack, val_features, val_labels, config.batch_size)
+            for member in (m for m in range(n_members) if active[m]):
+                epochs_run[member] = epoch
+                if accuracies[member] > best_accuracy[member]:
+                    best_accuracy[member], best_epoch[member] = accuracies[member], epoch
+                    best_state[member] = stack.member_state(member)
+                elif non_improving[member] >= config.tenacity:
+                    active[member] = False
+                else:
+                    non_improving[member] += 1
+    return [
+        TrainedProbe(
+            probe_from_state(best_state[m], config.hidden_dim, config.dropout), device, config.batch_size,
+            float(l2_grid[m]), best_accuracy[m], best_epoch[m], epochs_run[m],
+        )
+        for m in range(n_members)
+    ]
+
+
+def fit_probe(
+    X: np.ndarray,
+    y: np.ndarray,
+    *,
+    n_classes: int,
+    l2: float,
+    config: ProbeConfig,
+    seed: int = SENTEVAL_SEED,
+    device: str | torch.device = "cpu",
+    validation: tuple[np.ndarray, np.ndarray] | None = None,
+) -> TrainedProbe:
+    """Train one probe with SentEval's early-stopping loop (see :func:`fit_probe_grid`)."""
+    return fit_probe_grid(
+        X, y, n_classes=n_classes, l2_grid=[l2], config=config, seed=seed, device=device, validation=validation
+    )[0]
+
+
+def fit_probe_grid_fixed_epochs(
+    X: np.ndarray,
+    y: np.ndarray,
+    *,
+    n_classes: int,
+    l2_grid: Sequence[float],
+    config: ProbeConfig,
+    n_epochs: int,
+    seed: int = SENTEVAL_SEED,
+    device: str | torch.device = "cpu",
+) -> list[TrainedProbe]:
+    """Train one probe per L2 on all of ``X`` for exactly ``n_epochs`` epochs (``epoch_size`` passes each).
+
+    No validation and no early stopping: for settings without data to spare for it (few-shot).
+    Initial weights and batch order are those of :func:`fit_probe_grid` with the same seed.
+    """
+    if n_epochs < 1:
+        raise ValueError(f"n_epochs must be >= 1, got {n_epochs}")
+    if config.hidden_dim > 0 and config.dropout > 0 and len(l2_grid) > 1:
+        return [
+            fit_probe_grid_fixed_epochs(X, y, n_classes=n_classes, l2_grid=[l2], config=config, n_epochs=n_epochs,
+                                        seed=seed, device=device)[0]
+            for l2 in l2_grid
+        ]
+    device = torch.device(device)
+    rng = np.random.RandomState(seed)
+    X = as_features(X)
+    y = _checked_labels(y, len(X), n_classes)
+    features, labels = _to_device(X, y, device)
+    with seeded_torch(seed, device):
+        stack = _new_stack(X.shape[1], n_classes, config, len(l2_grid), device)
+        optimizer = make_optimizer(config.optimizer, stack.parameters())
+        decay = torch.tensor(list(l2_grid), dtype=torch.float32, device=device)
+        for _ in range(n_epochs):
+            _train_passes(stack, optimizer, decay, features, labels, config.epoch_size, config.batch_size, rng)
+    return [
+        TrainedProbe(
+            probe_from_state(stack.member_state(m), config.hidden_dim, config.dropout), device, config.batch_size,
+            float(l2), None, n_epochs, n_epochs,
+        )
+        for m, l2 in enumerate(l2_grid)
+    ]
+
+
+def fit_probe_fixed_epochs(
+    X: np.ndarray,
+    y: np.ndarray,
+    *,
+    n_classes: int,
+    l2: float,
+    config: ProbeConfig,
+    n_epochs: int,
+    seed: int = SENTEVAL_SEED,
+    device: str | torch.device = "cpu",
+) -> TrainedProbe:
+    """Train one probe for exactly ``n_epochs`` epochs, no validation (see :func:`fit_probe_grid_fixed_epochs`)."""
+    return fit_probe_grid_fixed_epochs(
+        X, y, n_classes=n_classes, l2_grid=[l2], config=config, n_epochs=n_epochs, seed=seed, device=device
+    )[0]
+
+
+def max_epochs(config: ProbeConfig) -> int:
+    """Epochs SentEval's loop runs when early stopping never fires: ``while passes <= max_epoch`` -> max//size + 1."""
+    return config.max_epoch // config.epoch_size + 1
+
+
+def _new_stack(input_dim: int, n_classes: int, config: ProbeConfig, n_members: int, device: torch.device) -> StackedProbe:
+    """Build the seeded probe on the CPU (SentEval's init), replicate it ``n_members`` times, move it to ``device``."""
+    template = build_probe(input_dim, n_classes, config.hidden_dim, config.dropout)
+    return StackedProbe(template, n_members).to(device)
+
+
+def _checked_labels(y: np.ndarray, n_rows: int, n_classes: int, name: str = "y") -> np.ndarray:
+    labels = as_labels(y, n_rows, name)
+    if labels.min() < 0 or labels.max() >= n_classes:
+        raise ValueError(f"{name} must lie in 0..{n_classes - 1}, found {labels.min()}..{labels.max()}")
+    return labels
+
+
+def _to_device(X: np.ndarray, y: np.ndarray, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    return torch.from_numpy(X).to(device), torch.from_numpy(y).to(device)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# L2 selection over folds
+
+
+@dataclass
+class L2Search:
+    """Result of scoring every L2 value on the same folds.
+
+    ``scores[i]`` is the mean validation accuracy ×100 of ``l2_grid[i]``, rounded to 2 dp as SentEval does
+    before its argmax (the first maximum wins, i.e. the smallest L2 among ties).
+    ``best_epochs[i]`` lists, per fold, the epoch whose weights the early stopping kept.
+    """
+
+    l2_grid: tuple[float, ...]
+    scores: list[float]
+    best_epochs: list[list[int]]
+
+    @property
+    def best_index(self) -> int:
+        return int(np.argmax(self.scores))
+
+    @property
+    def best_l2(self) -> float:
+        return self.l2_grid[self.best_index]
+
+    @property
+    def best_score(self) -> float:
+        return self.scores[self.best_index]
+
+    def to_dict(self) -> dict:
+        return {
+            "l2_grid": list(self.l2_grid),
+            "scores": list(self.scores),
+            "best_l2": self.best_l2,
+            "best_score": self.best_score,
+        }
+
+
+def search_l2_on_folds(
+    X: np.ndarray,
+    y: np.ndarray,
+    folds: Sequence[tuple[np.ndarray, np.ndarray]],
+    *,
+    n_classes: int,
+    config: ProbeConfig,
+    seed: int = SENTEVAL_SEED,
+    device: str | torch.device = "cpu",
+) -> L2Search:
+    """For each L2 in ``config.l2_grid``: train on each fold's train rows, early-stop and score on its held-out rows."""
+    per_fold = [
+        fit_probe_grid(
+            X[train_rows], y[train_rows], n_classes=n_classes, l2_grid=config.l2_grid, config=config, seed=seed,
+            device=device, validation=(X[validation_rows], y[validation_rows]),
+        )
+        for train_rows, validation_rows in folds
+    ]
+    scores, best_epochs = [], []
+    for index in range(len(config.l2_grid)):
+        fold_probes = [probes[index] for probes in per_fold]
+        scores.append(round(100 * float(np.mean([probe.best_val_accuracy for probe in fold_probes])), 2))
+        best_epochs.append([probe.best_epoch for probe in fold_probes])
+    return L2Search(tuple(config.l2_grid), scores, best_epochs)

@@ -1,0 +1,81 @@
+"""The STS suite: STS12-16 ("all"), STS-B test and SICK-R test, encoded once, scored as SentEval.
+
+Every distinct sentence of every selected task is encoded in one length-sorted pass, so sentences
+shared across pairs or tasks are encoded once. Per task the metrics file keeps ``all``, ``mean``,
+``wmean`` and the per-subset values; the reported number is ``all`` x100 for STS12-16 and the test
+Spearman x100 for STS-B and SICK-R. ``avg`` is the plain mean over the tasks present.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from sentrepro.data.prepare import FILES
+from sentrepro.data.sts import read_sick, read_sts_benchmark, read_sts_year
+from sentrepro.encoding import encode_sentences
+from sentrepro.evaluation.sts import aggregate_subsets, cosine_rows, correlations
+
+YEARS = {"STS12": 2012, "STS13": 2013, "STS14": 2014, "STS15": 2015, "STS16": 2016}
+
+
+def load_sts_tasks(root: Path, cfg: dict) -> tuple[dict[str, dict[str, list]], list[Path]]:
+    """task -> subset -> pairs, for the configured tasks; and the files read."""
+    tasks: dict[str, dict[str, list]] = {}
+    used: list[Path] = []
+    for task in cfg["tasks"]:
+        if task in YEARS:
+            sts_dir = root / cfg.get("sts_dir", "STS")
+            tasks[task] = read_sts_year(sts_dir, YEARS[task], variant=cfg["variant"])
+            used.extend(sorted((sts_dir / f"{task}-en-test").glob("STS*.txt")))
+        elif task == "STSBenchmark":
+            path = root / cfg.get("stsb_dir", "STS/STSBenchmark") / "sts-test.csv"
+            tasks[task] = {"test": read_sts_benchmark(path)}
+            used.append(path)
+        elif task == "SICKRelatedness":
+            path = root / cfg.get("sick_dir", "SICK") / "SICK_test_annotated.txt"
+            tasks[task] = {"test": read_sick(path)}
+            used.append(path)
+        else:
+            raise ValueError(f"evaluation.sts.tasks: unknown task '{task}'")
+    return tasks, used
+
+
+def score_tasks(tasks: dict[str, dict[str, list]], embed) -> dict:
+    """Score loaded tasks with ``embed(list[str]) -> (N, H)`` called once over all sentences."""
+    sentences: list[str] = []
+    for subsets in tasks.values():
+        for pairs in subsets.values():
+            sentences.extend(p.s1 for p in pairs)
+            sentences.extend(p.s2 for p in pairs)
+    vectors = embed(sentences)
+    cursor = 0
+    results: dict[str, dict] = {}
+    for task, subsets in tasks.items():
+        per_subset = {}
+        for name, pairs in subsets.items():
+            n = len(pairs)
+            left, right = vectors[cursor:cursor + n], vectors[cursor + n:cursor + 2 * n]
+            cursor += 2 * n
+            per_subset[name] = (cosine_rows(left, right), np.array([p.score for p in pairs]))
+        if task in YEARS:
+            agg = aggregate_subsets(per_subset)
+            results[task] = {**agg, "reported": 100 * agg["all"]}
+        else:
+            pred, gold = per_subset["test"]
+            corr = correlations(pred, gold)
+            results[task] = {**corr, "reported": 100 * corr["spearman"]}
+    results["avg"] = {"reported": float(np.mean([results[t]["reported"] for t in tasks]))}
+    return results
+
+
+def evaluate_sts(method, model, manifest: Path, cfg: dict, *, device="cpu", precision="fp32"):
+    root = Path(manifest).parent / FILES
+    tasks, used = load_sts_tasks(root, cfg)
+
+    def embed(sentences: list[str]) -> np.ndarray:
+        return encode_sentences(method, model, sentences, purpose="test", batch_size=cfg.get("batch_size", 128),
+                                device=device, precision=precision)
+
+    return score_tasks(tasks, embed), used

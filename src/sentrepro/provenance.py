@@ -1,0 +1,112 @@
+"""Provenance records: where a result came from, and checking that it still holds.
+
+Every JSON the workflow writes (dataset manifest, tokenized corpus, training summary, metrics file)
+carries a ``provenance`` block: its inputs with sha256, the resolved config slice, seed, code
+version (git commit + dirty flag + package version), library versions, device, precision, wall
+time, host and SLURM job id. Inputs that are themselves provenance-carrying JSON files are followed
+by ``audit`` down to the raw downloads.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import functools
+import os
+import platform
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from sentrepro import __version__
+from sentrepro.fsutil import sha256_file
+
+LIBRARIES = ("torch", "transformers", "tokenizers", "numpy", "scipy", "scikit-learn", "snakemake")
+
+
+@functools.lru_cache(maxsize=1)
+def code_version() -> dict:
+    """Git commit and dirty flag of the checkout the package runs from, plus the package version."""
+    repo = Path(__file__).resolve().parents[2]
+    info: dict[str, Any] = {"package": __version__, "commit": None, "dirty": None}
+    try:
+        commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                timeout=10)
+        if commit.returncode == 0:
+            info["commit"] = commit.stdout.strip()
+            status = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
+                                    capture_output=True, text=True, timeout=10)
+            info["dirty"] = bool(status.stdout.strip())
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return info
+
+
+@functools.lru_cache(maxsize=1)
+def library_versions() -> dict:
+    versions = {"python": platform.python_version()}
+    for name in LIBRARIES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def device_info(device: str | None = None) -> dict:
+    info: dict[str, Any] = {"device": device or "cpu"}
+    try:
+        import torch
+
+        info["torch_threads"] = torch.get_num_threads()
+        if device and device.startswith("cuda") and torch.cuda.is_available():
+            info["gpu"] = torch.cuda.get_device_name(0)
+    except ImportError:  # pragma: no cover - torch is a dependency
+        pass
+    return info
+
+
+def file_record(path: str | os.PathLike, role: str) -> dict:
+    """An input entry: role, path (as given, relative to the workflow directory), sha256, size."""
+    path = Path(path)
+    return {"role": role, "path": str(path), "sha256": sha256_file(path), "bytes": path.stat().st_size}
+
+
+@dataclass
+class Provenance:
+    """Collects a step's provenance while it runs; ``finish()`` returns the JSON block."""
+
+    step: str
+    config: dict
+    seed: int | None = None
+    device: str = "cpu"
+    precision: str = "fp32"
+    inputs: list[dict] = field(default_factory=list)
+    extra: dict = field(default_factory=dict)
+    _start: float = field(default_factory=time.time)
+
+    def add_input(self, path: str | os.PathLike, role: str) -> dict:
+        record = file_record(path, role)
+        self.inputs.append(record)
+        return record
+
+    def finish(self) -> dict:
+        end = time.time()
+        return {
+            "step": self.step,
+            "inputs": self.inputs,
+            "config": self.config,
+            "seed": self.seed,
+            "code": code_version(),
+            "libraries": library_versions(),
+            "device": device_info(self.device),
+            "precision": self.precision,
+            "started": _dt.datetime.fromtimestamp(self._start, _dt.timezone.utc).isoformat(),
+            "wall_seconds": round(end - self._start, 3),
+            "host": socket.gethostname(),
+            "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
+            **self.extra,
+        }

@@ -1,0 +1,225 @@
+"""One training loop for every method.
+
+Follows the reference trainer's semantics (HF 4.2.1 Trainer as used by SimCSE and its forks): random
+order over the corpus each epoch, ``drop_last=False``, AdamW, linear decay, gradient clipping, an
+STS-B dev evaluation every ``eval_steps`` keeping the best model (saved with ``save_pretrained``).
+
+Resumable: a ``last/`` checkpoint (model, optimizer, scheduler, RNG states, step, best score,
+history) is written atomically every ``checkpoint_every`` steps and at each evaluation; a restarted
+job continues from it and, on CPU, reaches the same result as an uninterrupted run. The data order
+is a pure function of (seed, epoch), so nothing about the sampler needs saving.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+
+from sentrepro.encoding import autocast_context
+from sentrepro.fsutil import atomic_dir, atomic_path
+from sentrepro.methods.base import Method, SentenceModel
+from sentrepro.optim import build_optimizer, linear_schedule
+from sentrepro.tokenize import TokenizedCorpus
+
+LAST = "last"
+BEST = "best"
+TRAINER_STATE = "trainer_state.pt"
+
+
+class TrainingDiverged(RuntimeError):
+    """The loss became NaN or infinite."""
+
+
+@dataclass
+class TrainSettings:
+    batch_size: int
+    lr: float
+    epochs: int = 1
+    max_steps: int | None = None
+    eval_steps: int = 125
+    checkpoint_every: int = 125
+    optimizer: str = "hf-adamw-4.2.1"
+    weight_decay: float = 0.0
+    max_grad_norm: float | None = 1.0
+    warmup_steps: int = 0
+    precision: str = "fp32"
+    device: str = "cpu"
+
+    @classmethod
+    def from_params(cls, params: dict, training: dict, device: str, precision: str) -> "TrainSettings":
+        return cls(batch_size=params["batch_size"], lr=params["lr"], epochs=params.get("epochs", 1),
+                   max_steps=params.get("max_steps"), eval_steps=params.get("eval_steps", 125),
+                   checkpoint_every=training.get("checkpoint_every", 125),
+                   optimizer=params.get("optimizer", "hf-adamw-4.2.1"),
+                   weight_decay=params.get("weight_decay", 0.0), max_grad_norm=params.get("max_grad_norm", 1.0),
+                   warmup_steps=params.get("warmup_steps", 0), precision=precision, device=device)
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % (2**32))
+    torch.manual_seed(seed)
+
+
+def epoch_order(n: int, seed: int, epoch: int) -> np.ndarray:
+    """The sentence order of one epoch: a permutation drawn from (seed, epoch) alone."""
+    generator = torch.Generator().manual_seed(seed * 1000 + epoch)
+    return torch.randperm(n, generator=generator).numpy()
+
+
+def total_steps(n: int, settings: TrainSettings) -> int:
+    per_epoch = math.ceil(n / settings.batch_size)
+    steps = per_epoch * settings.epochs
+    return min(steps, settings.max_steps) if settings.max_steps else steps
+
+
+def batch_indices(step: int, n: int, settings: TrainSettings, seed: int) -> np.ndarray:
+    """Corpus indices of optimizer step ``step`` (0-based)."""
+    per_epoch = math.ceil(n / settings.batch_size)
+    epoch, within = divmod(step, per_epoch)
+    order = epoch_order(n, seed, epoch)
+    return order[within * settings.batch_size:(within + 1) * settings.batch_size]
+
+
+def _rng_state() -> dict:
+    return {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate(),
+            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}
+
+
+def _set_rng_state(state: dict) -> None:
+    torch.set_rng_state(state["torch"])
+    np.random.set_state(state["numpy"])
+    random.setstate(state["python"])
+    if state.get("cuda") is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def _make_scaler(device: torch.device, precision: str):
+    if device.type == "cuda" and precision == "fp16":
+        return torch.amp.GradScaler("cuda")
+    return None
+
+
+def train(method: Method, model: SentenceModel, corpus: TokenizedCorpus, run_dir: Path, settings: TrainSettings,
+          seed: int, dev_score: Callable[[SentenceModel], float], *, save_meta: dict,
+          log: Callable[[str], None] = print, stop_after: int | None = None) -> dict:
+    """Train ``model`` with ``method`` on ``corpus``; keep the best dev model in ``run_dir/best``.
+
+    ``dev_score(model)`` returns the STS-B dev Spearman (x100) of the model as the method embeds it.
+    ``stop_after`` ends the job after that many steps as if it were killed (tests of resumption).
+    Returns the training summary (steps, best step and score, history).
+    """
+    run_dir = Path(run_dir)
+    device = torch.device(settings.device)
+    model.to(device)
+    n = len(corpus)
+    steps = total_steps(n, settings)
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = build_optimizer(settings.optimizer, params, settings.lr, settings.weight_decay,
+                                fused=device.type == "cuda")
+    scheduler = linear_schedule(optimizer, steps, settings.warmup_steps)
+    scaler = _make_scaler(device, settings.precision)
+
+    state = {"step": 0, "best_score": None, "best_step": None, "history": [], "losses": []}
+    last_dir = run_dir / LAST
+    resumed_from = None
+    if (last_dir / TRAINER_STATE).exists():
+        saved = torch.load(last_dir / TRAINER_STATE, map_location="cpu", weights_only=False)
+        model.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        scheduler.load_state_dict(saved["scheduler"])
+        if scaler is not None and saved.get("scaler"):
+            scaler.load_state_dict(saved["scaler"])
+        _set_rng_state(saved["rng"])
+        state = saved["state"]
+        resumed_from = state["step"]
+        log(f"resumed from step {resumed_from} ({last_dir})")
+
+    def save_last() -> None:
+        with atomic_dir(last_dir) as tmp:
+            torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                        "scheduler": scheduler.state_dict(), "scaler": scaler.state_dict() if scaler else None,
+                        "rng": _rng_state(), "state": state}, tmp / TRAINER_STATE)
+
+    def evaluate_and_keep_best(step: int) -> None:
+        score = dev_score(model)
+        state["history"].append({"step": step, "stsb_dev_spearman": score})
+        improved = state["best_score"] is None or score > state["best_score"]
+        if improved:
+            state["best_score"], state["best_step"] = score, step
+            model.save(run_dir / BEST, method.tokenizer, {**save_meta, "step": step, "stsb_dev_spearman": score})
+        log(f"step {step}: STS-B dev spearman {score:.2f}{' (best)' if improved else ''}")
+
+    model.train()
+    started = time.time()
+    for step in range(state["step"], steps):
+        if stop_after is not None and step >= stop_after:
+            return {"interrupted_at": step}
+        indices = batch_indices(step, n, settings, seed)
+        batch = {k: v.to(device, non_blocking=True) for k, v in method.collate([corpus[int(i)] for i in indices]).items()}
+        with autocast_context(device, settings.precision):
+            loss = method.loss(model, batch)
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            scaler.unscale_(optimizer)
+        else:
+            loss.backward()
+        if settings.max_grad_norm:
+            torch.nn.utils.clip_grad_norm_(params, settings.max_grad_norm)
+        if scaler is not None:
+            scaler.step(optimizer)
+            scaler.update()
+        else:
+            optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
+        value = float(loss.detach())
+        if not math.isfinite(value):
+            raise TrainingDiverged(f"loss is {value} at step {step + 1} of {run_dir}; lower the learning rate or "
+                                   f"use precision fp32/bf16")
+        state["losses"].append(value)
+        state["step"] = step + 1
+        if state["step"] % settings.eval_steps == 0:
+            evaluate_and_keep_best(state["step"])
+            save_last()
+        elif state["step"] % settings.checkpoint_every == 0:
+            save_last()
+
+    if state["best_step"] is None:
+        # fewer steps than eval_steps: evaluate the final model so there is a best checkpoint
+        evaluate_and_keep_best(state["step"])
+    save_last()
+    return {
+        "steps": state["step"],
+        "total_steps": steps,
+        "best_step": state["best_step"],
+        "best_stsb_dev_spearman": state["best_score"],
+        "history": state["history"],
+        "loss_first": state["losses"][0] if state["losses"] else None,
+        "loss_last": state["losses"][-1] if state["losses"] else None,
+        "loss_curve": _loss_curve(state["losses"]),
+        "resumed_from": resumed_from,
+        "train_seconds_this_job": round(time.time() - started, 3),
+        "sentences": n,
+    }
+
+
+def _loss_curve(losses: list[float], points: int = 50) -> list[float]:
+    """Mean loss over ``points`` equal windows (a compact curve for the log)."""
+    if not losses:
+        return []
+    chunks = np.array_split(np.asarray(losses), min(points, len(losses)))
+    return [round(float(c.mean()), 5) for c in chunks]
+
+
+def write_log_line(path: Path, record: dict) -> None:
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(record) + "\n")

@@ -1,0 +1,264 @@
+"""fetch() against a real local HTTP server that can cut responses short, fail, or ignore Range."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from sentrepro.data.download import (
+    ChecksumMismatch,
+    DownloadError,
+    backoff_delay,
+    fetch,
+    partial_path,
+)
+
+MIB = 1 << 20
+# Larger than two of fetch's 1 MiB chunks, so a cut-off response leaves bytes to resume from.
+PAYLOAD = bytes(range(256)) * (3 * MIB // 256) + b"tail bytes that end the file"
+PAYLOAD_SHA = hashlib.sha256(PAYLOAD).hexdigest()
+FAST = {"backoff_s": 0.01, "timeout_s": 10.0, "progress": False}
+
+
+@dataclass
+class ServerPlan:
+    """What the test server does; handlers read and update it under ``lock``."""
+
+    files: dict[str, bytes] = field(default_factory=dict)
+    fail_503: dict[str, int] = field(default_factory=dict)  # path -> how many 503s to answer first
+    truncate_to: dict[str, list[int]] = field(default_factory=dict)  # path -> body bytes of the next responses
+    ignore_range: bool = False  # answer 200 with the whole file even when Range is asked
+    requests: list[tuple[str, str | None]] = field(default_factory=list)  # (path, Range header)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class PlannedHandler(BaseHTTPRequestHandler):
+    plan: ServerPlan  # set on a per-server subclass
+
+    def log_message(self, format, *args):  # noqa: A002 - silence the default stderr log
+        pass
+
+    def do_GET(self):  # noqa: N802 - http.server's naming
+        plan = self.plan
+        range_header = self.headers.get("Range")
+        with plan.lock:
+            plan.requests.append((self.path, range_header))
+            if plan.fail_503.get(self.path, 0) > 0:
+                plan.fail_503[self.path] -= 1
+                self._send_status_only(503)
+                return
+            body = plan.files.get(self.path)
+            cuts = plan.truncate_to.get(self.path) or []
+            cut = cuts.pop(0) if cuts else None
+        if body is None:
+            self._send_status_only(404)
+            return
+        start = 0
+        if range_header and not plan.ignore_range:
+            start = int(range_header.removeprefix("bytes=").split("-")[0])
+            if start >= len(body):
+                self.send_response(416)
+                self.send_header("Content-Range", f"bytes */{len(body)}")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            self.send_response(206)
+            self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
+        else:
+            self.send_response(200)
+        remaining = body[start:]
+        self.send_header("Content-Length", str(len(remaining)))
+        self.end_headers()
+        self.wfile.write(remaining if cut is None else remaining[:cut])
+        self.wfile.flush()
+        self.close_connection = True
+
+    def _send_status_only(self, status: int) -> None:
+        self.send_response(status)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+
+@pytest.fixture
+def server():
+    plan = ServerPlan(files={"/data.bin": PAYLOAD})
+    handler = type("Handler", (PlannedHandler,), {"plan": plan})
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{httpd.server_address[1]}"
+    yield base, plan
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_pinned_download_lands_verified(server, tmp_path):
+    base, plan = server
+    dest = tmp_path / "sub" / "data.bin"
+    result = fetch(f"{base}/data.bin", dest, PAYLOAD_SHA, **FAST)
+    assert dest.read_bytes() == PAYLOAD
+    assert result.verification == "pinned" and result.sha256 == PAYLOAD_SHA
+    assert result.bytes == len(PAYLOAD) and result.path == dest and not result.resumed
+    assert sorted(p.name for p in dest.parent.iterdir()) == ["data.bin"]
+
+
+def test_checksum_mismatch_leaves_nothing_and_names_file_and_hashes(server, tmp_path):
+    base, _plan = server
+    dest = tmp_path / "data.bin"
+    wrong = "0" * 64
+    with pytest.raises(ChecksumMismatch) as caught:
+        fetch(f"{base}/data.bin", dest, wrong, **FAST)
+    message = str(caught.value)
+    assert str(dest) in message and wrong in message and PAYLOAD_SHA in message
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_truncated_response_is_resumed_with_range(server, tmp_path):
+    base, plan = server
+    plan.truncate_to["/data.bin"] = [MIB + MIB // 2]
+    dest = tmp_path / "data.bin"
+    result = fetch(f"{base}/data.bin", dest, PAYLOAD_SHA, retries=2, **FAST)
+    assert dest.read_bytes() == PAYLOAD and result.resumed
+    (first_path, first_range), (second_path, second_range) = plan.requests
+    assert first_range is None and second_range is not None
+    resumed_from = int(second_range.removeprefix("bytes=").rstrip("-"))
+    assert 0 < resumed_from <= MIB + MIB // 2
+    assert not partial_path(dest).exists()
+
+
+def test_exhausted_retries_keep_only_the_hidden_partial_for_a_later_call(server, tmp_path):
+    base, plan = server
+    plan.truncate_to["/data.bin"] = [MIB + MIB // 2, MIB + MIB // 2]
+    dest = tmp_path / "data.bin"
+    with pytest.raises(DownloadError) as caught:
+        fetch(f"{base}/data.bin", dest, PAYLOAD_SHA, retries=1, **FAST)
+    assert f"{base}/data.bin" in str(caught.value) and str(dest) in str(caught.value)
+    assert [p.name for p in tmp_path.iterdir()] == [".data.bin.part"]
+    kept = partial_path(dest).stat().st_size
+    assert 0 < kept < len(PAYLOAD)
+
+    result = fetch(f"{base}/data.bin", dest, PAYLOAD_SHA, retries=0, **FAST)
+    assert result.resumed and dest.read_bytes() == PAYLOAD
+    assert plan.requests[-1][1] == f"bytes={kept}-"
+    assert [p.name for p in tmp_path.iterdir()] == ["data.bin"]
+
+
+def test_503_twice_then_success(server, tmp_path):
+    base, plan = server
+    plan.fail_503["/data.bin"] = 2
+    result = fetch(f"{base}/data.bin", tmp_path / "data.bin", PAYLOAD_SHA, retries=3, **FAST)
+    assert result.sha256 == PAYLOAD_SHA
+    assert len(plan.requests) == 3
+
+
+def test_503_beyond_retries_raises_naming_url(server, tmp_path):
+    base, plan = server
+    plan.fail_503["/data.bin"] = 10
+    dest = tmp_path / "data.bin"
+    with pytest.raises(DownloadError, match="503") as caught:
+        fetch(f"{base}/data.bin", dest, PAYLOAD_SHA, retries=2, **FAST)
+    assert f"{base}/data.bin" in str(caught.value)
+    assert len(plan.requests) == 3 and not dest.exists()
+
+
+def test_404_raises_immediately_with_status(server, tmp_path):
+    base, plan = server
+    dest = tmp_path / "missing.bin"
+    with pytest.raises(DownloadError) as caught:
+        fetch(f"{base}/missing.bin", dest, retries=5, **FAST)
+    message = str(caught.value)
+    assert "404" in message and f"{base}/missing.bin" in message and str(dest) in message
+    assert len(plan.requests) == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_second_call_with_matching_pin_does_not_touch_the_server(server, tmp_path):
+    base, plan = server
+    dest = tmp_path / "data.bin"
+    first = fetch(f"{base}/data.bin", dest, PAYLOAD_SHA, **FAST)
+    second = fetch(f"{base}/data.bin", dest, PAYLOAD_SHA, **FAST)
+    assert len(plan.requests) == 1
+    assert second == first
+
+
+def test_existing_dest_that_fails_the_pin_is_downloaded_again(server, tmp_path):
+    base, plan = server
+    dest = tmp_path / "data.bin"
+    dest.write_bytes(b"stale content")
+    result = fetch(f"{base}/data.bin", dest, PAYLOAD_SHA, **FAST)
+    assert result.sha256 == PAYLOAD_SHA and dest.read_bytes() == PAYLOAD
+    assert len(plan.requests) == 1
+
+
+def test_server_ignoring_range_restarts_from_zero(server, tmp_path):
+    base, plan = server
+    plan.ignore_range = True
+    dest = tmp_path / "data.bin"
+    partial_path(dest).write_bytes(PAYLOAD[:1000])
+    result = fetch(f"{base}/data.bin", dest, PAYLOAD_SHA, **FAST)
+    assert plan.requests[0][1] == "bytes=1000-"
+    assert not result.resumed and dest.read_bytes() == PAYLOAD
+
+
+def test_stale_partial_that_breaks_the_pin_is_refetched_from_zero(server, tmp_path):
+    base, plan = server
+    dest = tmp_path / "data.bin"
+    partial_path(dest).write_bytes(b"x" * 1000)  # left over from an older version of the file
+    result = fetch(f"{base}/data.bin", dest, PAYLOAD_SHA, **FAST)
+    assert dest.read_bytes() == PAYLOAD and not result.resumed
+    assert [r for _, r in plan.requests] == ["bytes=1000-", None]
+
+
+def test_trust_on_first_use_reports_mode_and_hash(server, tmp_path):
+    base, _plan = server
+    result = fetch(f"{base}/data.bin", tmp_path / "data.bin", None, **FAST)
+    assert result.verification == "trust-on-first-use"
+    assert result.sha256 == PAYLOAD_SHA
+
+
+def test_file_url_is_copied_and_verified(tmp_path):
+    source = tmp_path / "mirror" / "file with space and %41.txt"  # as_uri escapes both
+    source.parent.mkdir()
+    source.write_bytes(b"local mirror bytes\n")
+    expected = hashlib.sha256(b"local mirror bytes\n").hexdigest()
+    dest = tmp_path / "out" / "copy.txt"
+    result = fetch(source.as_uri(), dest, expected, progress=False)
+    assert dest.read_bytes() == b"local mirror bytes\n"
+    assert result.verification == "pinned" and result.sha256 == expected
+    with pytest.raises(ChecksumMismatch):
+        fetch(source.as_uri(), tmp_path / "out" / "other.txt", "f" * 64, progress=False)
+    assert sorted(p.name for p in dest.parent.iterdir()) == ["copy.txt"]
+
+
+def test_missing_file_url_names_the_path(tmp_path):
+    missing = tmp_path / "nowhere.txt"
+    with pytest.raises(DownloadError, match="does not exist") as caught:
+        fetch(missing.as_uri(), tmp_path / "dest.txt", progress=False)
+    assert str(missing) in str(caught.value)
+    assert not (tmp_path / "dest.txt").exists()
+
+
+def test_real_benchmark_file_through_file_url_matches_its_manifest_hash(shared_data, tmp_path):
+    rows = [line.split("\t") for line in (shared_data / "MANIFEST.tsv").read_text(encoding="utf-8").splitlines()]
+    header, body = rows[0], rows[1:]
+    column = {name: i for i, name in enumerate(header)}
+    row = next(r for r in body if r[column["local_path"]].startswith("wiki/"))
+    source = shared_data / row[column["local_path"]]
+    result = fetch(source.as_uri(), tmp_path / source.name, row[column["sha256"]], progress=False)
+    assert result.verification == "pinned" and result.bytes == int(row[column["bytes"]])
+
+
+def test_unsupported_scheme_and_bad_pin_are_refused(tmp_path):
+    with pytest.raises(DownloadError, match="unsupported URL scheme"):
+        fetch("ftp://example.org/x", tmp_path / "x", progress=False)
+    with pytest.raises(DownloadError, match="64 hex digits"):
+        fetch("https://example.org/x", tmp_path / "x", "abc", progress=False)
+
+
+def test_backoff_doubles_per_attempt():
+    assert [backoff_delay(1.5, attempt) for attempt in range(4)] == [1.5, 3.0, 6.0, 12.0]

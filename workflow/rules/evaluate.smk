@@ -1,0 +1,42 @@
+# Evaluate a trained run's best checkpoint, or a frozen backbone, on a suite: one metrics file each.
+
+
+def eval_spec(w, suite_slice):
+    run = run_of(w)
+    return spec_json({
+        "run": {"backbone": run.backbone, "method": run.method, "seed": run.seed},
+        "backbone": backbone_slice(config, run.backbone),
+        "method": {"kind": method_kind(run.method),
+                   "params": train_slice(config, run)["method"]["params"]},
+        "seed": run.seed,
+        "attention": config["training"]["attention"],
+        "sts": suite_slice,
+    })
+
+
+def trained_run(w):
+    if method_kind(w.method) == "frozen":
+        return []
+    return [f"{EXP}/runs/{w.backbone}/{w.method}/{w.run}/train.json"]
+
+
+rule evaluate_sts:
+    input:
+        run=trained_run,
+        data=lambda w: manifest(config["evaluation"]["sts"]["source"]),
+    output:
+        f"{EXP}/metrics/{{backbone}}/{{method}}/{{run}}/sts.json",
+    params:
+        spec=lambda w: eval_spec(w, sts_slice(config)),
+        code=lambda w: code_fingerprint(method_modules(method_kind(w.method))
+                                        + ["evaluation/sts.py", "evaluation/sts_suite.py", "data/sts.py"]),
+        run_dir=lambda w, input: str(Path(input.run[0]).parent) if input.run else "",
+    resources:
+        mem_mb=8000,
+        runtime=30,
+        cpus_per_task=2,
+    log:
+        f"{EXP}/logs/evaluate_sts/{{backbone}}/{{method}}/{{run}}.log",
+    shell:
+        "sentrepro evaluate sts --spec {params.spec:q} --run-dir={params.run_dir:q} "
+        "--data-manifest {input.data:q} --out {output:q} > {log:q} 2>&1"

@@ -1,0 +1,27 @@
+# Train one backbone x method x seed. GPU job on SLURM; resources per backbone come from config.
+# Resumes from <run>/last/ if the job is requeued or killed.
+
+
+def train_resource(name, default):
+    return lambda w: config["backbones"][w.backbone].get("resources", {}).get(name, default)
+
+
+rule train:
+    input:
+        tokenized=lambda w: tokenized_record(w.backbone),
+        dev=lambda w: manifest(config["training"]["dev_source"]),
+    output:
+        f"{EXP}/runs/{{backbone}}/{{method}}/{{run}}/train.json",
+    params:
+        spec=lambda w: spec_json(train_slice(config, run_of(w))),
+        code=lambda w: code_fingerprint(method_modules(method_kind(w.method))),
+    resources:
+        gpu=train_resource("gpu", 0),
+        mem_mb=train_resource("mem_mb", 8000),
+        runtime=train_resource("runtime", 60),
+        cpus_per_task=train_resource("cpus_per_task", 2),
+    log:
+        f"{EXP}/logs/train/{{backbone}}/{{method}}/{{run}}.log",
+    shell:
+        "sentrepro train --spec {params.spec:q} --tokenized $(dirname {input.tokenized}) "
+        "--dev-manifest {input.dev:q} --run-dir $(dirname {output}) > {log:q} 2>&1"
