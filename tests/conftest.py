@@ -17,3 +17,24 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.fail(f"real benchmark data not found at {SHARED_DATA}; set SENTREPRO_SHARED_DATA")
     return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def wiki_sentences(shared_data) -> list[str]:
+    """Real Wikipedia sentences (SimCSE's wiki1m, first 1.28 MB; the cut last line dropped)."""
+    text = (shared_data / "wiki" / "wiki1m_for_simcse.first1280000bytes.txt").read_text(encoding="utf-8")
+    return text.split("\n")[:-1]
+
+
+@pytest.fixture(scope="session")
+def tiny_models(tmp_path_factory, wiki_sentences) -> dict[str, Path]:
+    """Directories of tiny random BERT / RoBERTa / DeBERTa backbones (see tests/tiny_models.py)."""
+    from tests.tiny_models import build_tiny_bert, build_tiny_deberta, build_tiny_roberta
+
+    root = tmp_path_factory.mktemp("tiny-models")
+    sample = wiki_sentences[:3000]
+    return {
+        "bert": build_tiny_bert(root / "tiny-bert"),
+        "roberta": build_tiny_roberta(root / "tiny-roberta", sample),
+        "deberta": build_tiny_deberta(root / "tiny-deberta", sample),
+    }

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import pytest
 from sklearn.metrics import f1_score, precision_score, recall_score
 
 from sentrepro.evaluation.classification import classification_metrics, evaluate_wos, wos_split
@@ -40,7 +39,8 @@ def test_metrics_match_sklearn_macro_scores():
     metrics = classification_metrics(truth, predicted)
     assert metrics["acc"] == round(100 * np.mean(truth == predicted), 2)
     assert metrics["macro_f1"] == round(100 * f1_score(truth, predicted, average="macro", zero_division=0), 2)
-    assert metrics["macro_precision"] == round(100 * precision_score(truth, predicted, average="macro", zero_division=0), 2)
+    macro_precision = precision_score(truth, predicted, average="macro", zero_division=0)
+    assert metrics["macro_precision"] == round(100 * macro_precision, 2)
     assert metrics["macro_recall"] == round(100 * recall_score(truth, predicted, average="macro", zero_division=0), 2)
     assert metrics["weighted_f1"] == round(100 * f1_score(truth, predicted, average="weighted", zero_division=0), 2)
 

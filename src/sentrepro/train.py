@@ -180,7 +180,9 @@ def train(method: Method, model: SentenceModel, corpus: TokenizedCorpus, run_dir
         else:
             optimizer.step()
         scheduler.step()
-        optimizer.zero_grad(set_to_none=True)
+        method.after_step(model, step + 1)
+        if method.reset_grads:
+            optimizer.zero_grad(set_to_none=True)
         value = float(loss.detach())
         if not math.isfinite(value):
             raise TrainingDiverged(f"loss is {value} at step {step + 1} of {run_dir}; lower the learning rate or "

@@ -41,7 +41,9 @@ WOS_TEST_FRACTION = 0.2
 WOS_SPLIT_SEED = 1111
 
 
-def wos_split(y: np.ndarray, test_fraction: float = WOS_TEST_FRACTION, seed: int = WOS_SPLIT_SEED) -> tuple[np.ndarray, np.ndarray]:
+def wos_split(
+    y: np.ndarray, test_fraction: float = WOS_TEST_FRACTION, seed: int = WOS_SPLIT_SEED
+) -> tuple[np.ndarray, np.ndarray]:
     """Sorted (train rows, test rows) of a stratified random split of the labels ``y``."""
     if not 0.0 < test_fraction < 1.0:
         raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction}")

@@ -44,7 +44,10 @@ def hungarian_accuracy(y_true: np.ndarray, y_pred: np.ndarray) -> float:
     y_true = np.asarray(y_true)
     y_pred = np.asarray(y_pred)
     if y_true.ndim != 1 or y_true.shape != y_pred.shape or len(y_true) == 0:
-        raise ValueError(f"y_true and y_pred must be non-empty 1-D arrays of equal length, got {y_true.shape} and {y_pred.shape}")
+        raise ValueError(
+            "y_true and y_pred must be non-empty 1-D arrays of equal length, "
+            f"got {y_true.shape} and {y_pred.shape}"
+        )
     counts = contingency_matrix(y_true, y_pred)
     rows, cols = linear_sum_assignment(-counts)
     return float(counts[rows, cols].sum() / len(y_true))

@@ -63,7 +63,9 @@ def sample_per_class(y: np.ndarray, shots: int, seed: int) -> np.ndarray:
     return np.sort(np.concatenate(chosen))
 
 
-def cv_task_holdout(y: np.ndarray, n_folds: int = HOLDOUT_FOLDS, seed: int = HOLDOUT_SEED) -> tuple[np.ndarray, np.ndarray]:
+def cv_task_holdout(
+    y: np.ndarray, n_folds: int = HOLDOUT_FOLDS, seed: int = HOLDOUT_SEED
+) -> tuple[np.ndarray, np.ndarray]:
     """(pool rows, test rows) for a task without splits: the first fold of SentEval's outer stratified split."""
     return stratified_folds(y, n_folds, seed)[0]
 
@@ -103,7 +105,7 @@ def fewshot_run(
     n_epochs: int,
     device: str | torch.device = "cpu",
 ) -> dict:
-    """One few-shot run: sample ``shots`` rows per class, choose L2 by CV on the sample, train, score on the test data."""
+    """One few-shot run: sample ``shots`` rows per class, pick L2 by CV on the sample, train, score the test data."""
     sample = sample_per_class(y_train, shots, seed)
     X_sample, y_sample = X_train[sample], y_train[sample]
     scores = cv_l2_scores(X_sample, y_sample, n_classes=n_classes, config=config, n_epochs=n_epochs, seed=seed,

@@ -64,7 +64,9 @@ class ProbeConfig:
 
     def __post_init__(self) -> None:
         if self.optimizer not in OPTIMIZER_LEARNING_RATES:
-            raise ValueError(f"ProbeConfig.optimizer={self.optimizer!r}; expected one of {sorted(OPTIMIZER_LEARNING_RATES)}")
+            raise ValueError(
+                f"ProbeConfig.optimizer={self.optimizer!r}; expected one of {sorted(OPTIMIZER_LEARNING_RATES)}"
+            )
         for name in ("kfold", "batch_size", "epoch_size", "max_epoch"):
             if getattr(self, name) < 1:
                 raise ValueError(f"ProbeConfig.{name} must be >= 1, got {getattr(self, name)}")
@@ -262,7 +264,9 @@ class TrainedProbe:
 # Training
 
 
-def _stack_accuracies(stack: StackedProbe, features: torch.Tensor, labels: torch.Tensor, batch_size: int) -> list[float]:
+def _stack_accuracies(
+    stack: StackedProbe, features: torch.Tensor, labels: torch.Tensor, batch_size: int
+) -> list[float]:
     """Accuracy of every member on (features (N, H), labels (N,)); list of G fractions."""
     stack.eval()
     correct = torch.zeros(stack.n_members, dtype=torch.long, device=features.device)
@@ -471,7 +475,9 @@ def max_epochs(config: ProbeConfig) -> int:
     return config.max_epoch // config.epoch_size + 1
 
 
-def _new_stack(input_dim: int, n_classes: int, config: ProbeConfig, n_members: int, device: torch.device) -> StackedProbe:
+def _new_stack(
+    input_dim: int, n_classes: int, config: ProbeConfig, n_members: int, device: torch.device
+) -> StackedProbe:
     """Build the seeded probe on the CPU (SentEval's init), replicate it ``n_members`` times, move it to ``device``."""
     template = build_probe(input_dim, n_classes, config.hidden_dim, config.dropout)
     return StackedProbe(template, n_members).to(device)

@@ -43,7 +43,7 @@ Folds = list[tuple[np.ndarray, np.ndarray]]
 
 
 def stratified_folds(y: np.ndarray, k: int, seed: int) -> Folds:
-    """SentEval's ``StratifiedKFold(n_splits=k, shuffle=True, random_state=seed)`` folds as (train, test) index arrays."""
+    """SentEval's ``StratifiedKFold(n_splits=k, shuffle=True, random_state=seed)`` folds as (train, test) rows."""
     splitter = StratifiedKFold(n_splits=k, shuffle=True, random_state=seed)
     return [(train, test) for train, test in splitter.split(np.zeros((len(y), 1)), y)]
 
@@ -75,7 +75,9 @@ def evaluate_cv_task(
         search = search_l2_on_folds(
             X_train, y_train, inner_folds, n_classes=n_classes, config=config, seed=seed, device=device
         )
-        probe = fit_probe(X_train, y_train, n_classes=n_classes, l2=search.best_l2, config=config, seed=seed, device=device)
+        probe = fit_probe(
+            X_train, y_train, n_classes=n_classes, l2=search.best_l2, config=config, seed=seed, device=device
+        )
         folds.append(
             {
                 "fold": fold_index,

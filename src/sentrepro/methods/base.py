@@ -57,6 +57,8 @@ class Method(ABC):
 
     kind: str = ""
     trains: bool = True
+    # False reproduces code that never calls zero_grad (gradients accumulate over all steps).
+    reset_grads: bool = True
 
     def __init__(self, params: dict, family: str, tokenizer):
         self.params = params
