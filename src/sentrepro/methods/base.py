@@ -79,6 +79,9 @@ class Method(ABC):
     def loss(self, model: SentenceModel, batch: dict[str, Tensor]) -> Tensor:
         """Scalar training loss for one batch (model in train mode)."""
 
+    def after_step(self, model: SentenceModel, step: int) -> None:
+        """Hook run after each optimizer step (momentum updates, queues). Default: nothing."""
+
     # --- evaluation --------------------------------------------------------------------------
     def eval_inputs(self, sentences: list[str], purpose: str) -> dict[str, Tensor]:
         """Tokenize sentences for evaluation; ``purpose`` is ``dev`` (in-training) or ``test``.
