@@ -360,7 +360,8 @@ def munge_works() -> bool:
 
 def node_state() -> str | None:
     """sinfo's compact state of the node (``idle``, ``mix``, ``down*``, ...), or None if no answer."""
-    if shutil.which("sinfo") is None:
+    # Without a local slurmctld, sinfo would retry for about ten seconds before giving up.
+    if shutil.which("sinfo") is None or not find_pids("slurmctld"):
         return None
     try:
         answer = _run(["sinfo", "--noheader", "--nodes", NODE_NAME, "--format", "%t"], timeout_s=10)

@@ -34,7 +34,11 @@ def slurm_cluster() -> Iterator[Cluster]:
             stack.enter_context(exclusive_use(spec, _log))
             cluster = up(spec, log=_log)
         except ClusterUnavailable as error:
-            _unavailable(str(error))
+            reason = str(error)  # skip/fail outside the handler: no chained traceback in the report
+        else:
+            reason = None
+        if reason is not None:
+            _unavailable(reason)
         stack.callback(down, cluster, log=_log)  # runs before the session lock is released
         yield cluster
 

@@ -1,0 +1,83 @@
+"""Config validation: the schema, cross references, defaults, and the slices rules depend on."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from sentrepro.config import REPO_ROOT, ConfigError, Run, load_config, load_yaml, method_params, runs, \
+    source_slice, train_slice, validate
+
+PAPER = REPO_ROOT / "config.yaml"
+DEMO = REPO_ROOT / "profiles" / "demo" / "overlay.yaml"
+
+
+@pytest.fixture()
+def paper() -> dict:
+    return load_yaml(PAPER)
+
+
+def test_paper_and_demo_configs_are_valid():
+    assert load_config(PAPER)["experiment"] == "paper"
+    demo = load_config(PAPER, DEMO)
+    assert demo["experiment"] == "demo"
+    assert {r.backbone for r in runs(demo)} == {"minilm"}
+
+
+def test_unknown_key_is_named(paper):
+    paper["methods"]["simcse"]["params"]["lerning_rate"] = 1e-5
+    with pytest.raises(ConfigError, match=r"unknown config key 'methods\.simcse\.params\.lerning_rate'"):
+        validate(paper)
+
+
+def test_unknown_top_level_key_is_named(paper):
+    paper["experimnet"] = "x"
+    with pytest.raises(ConfigError, match="unknown config key 'experimnet'"):
+        validate(paper)
+
+
+def test_mistyped_value_names_key(paper):
+    paper["methods"]["simcse"]["per_backbone"]["bert-base"]["lr"] = "fast"
+    with pytest.raises(ConfigError, match=r"methods\.simcse\.per_backbone\.bert-base\.lr"):
+        validate(paper)
+
+
+def test_bad_checksum_format_names_key(paper):
+    paper["data"]["sources"]["wiki1m"]["sha256"] = "abc"
+    with pytest.raises(ConfigError, match=r"data\.sources\.wiki1m\.sha256"):
+        validate(paper)
+
+
+def test_matrix_reference_to_unknown_method(paper):
+    paper["matrix"][0]["methods"].append("simsce")
+    with pytest.raises(ConfigError, match=r"matrix\[0\]\.methods: unknown method 'simsce'"):
+        validate(paper)
+
+
+def test_per_backbone_overrides_and_frozen_runs(paper):
+    config = validate(paper)
+    assert method_params(config, "simcse", "roberta-base")["batch_size"] == 512
+    assert method_params(config, "simcse", "roberta-base")["temperature"] == 0.05
+    assert Run("bert-base", "frozen-cls", None) in runs(config)
+    assert Run("bert-base", "simcse", 42) in runs(config)
+
+
+def test_train_slice_ignores_scheduling_and_other_backbones(paper):
+    config = validate(paper)
+    run = Run("bert-base", "simcse", 42)
+    before = train_slice(config, run)
+    changed = copy.deepcopy(paper)
+    changed["backbones"]["bert-base"]["resources"]["mem_mb"] = 1
+    changed["methods"]["simcse"]["per_backbone"]["bert-large"]["lr"] = 9e-5
+    assert train_slice(validate(changed), run) == before
+    changed["methods"]["simcse"]["per_backbone"]["bert-base"]["lr"] = 9e-5
+    assert train_slice(validate(changed), run) != before
+
+
+def test_mirror_rewrites_source_url(paper, tmp_path):
+    (tmp_path / "senteval").mkdir()
+    paper["data"]["mirror"] = str(tmp_path)
+    spec = source_slice(validate(paper), "senteval")
+    assert spec["url"] == (tmp_path / "senteval").as_uri()
+    assert spec["format"] == "directory"

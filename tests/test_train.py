@@ -1,0 +1,73 @@
+"""The training loop: deterministic on CPU, resumable after a kill, NaN is a clear error."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from sentrepro.backbones import load_encoder, load_tokenizer
+from sentrepro.methods import build_method
+from sentrepro.tokenize import TokenizedCorpus, tokenize_corpus
+from sentrepro.train import TrainSettings, TrainingDiverged, batch_indices, seed_everything, train
+
+PARAMS = {"max_seq_length": 32, "temperature": 0.05, "mlp_only_train": True}
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory, wiki_sentences, tiny_models):
+    root = tmp_path_factory.mktemp("corpus")
+    (root / "sentences.txt").write_text("\n".join(wiki_sentences[:64]) + "\n", encoding="utf-8")
+    tokenize_corpus(root / "sentences.txt", load_tokenizer(str(tiny_models["bert"])), root / "tok", progress=False)
+    return TokenizedCorpus.open(root / "tok")
+
+
+def _run(tiny_models, corpus, run_dir, *, stop_after=None, lr=1e-4):
+    seed_everything(7)
+    tokenizer = load_tokenizer(str(tiny_models["bert"]))
+    method = build_method("simcse", PARAMS, "bert", tokenizer)
+    model = method.build_model(load_encoder(str(tiny_models["bert"]), "bert"))
+    settings = TrainSettings(batch_size=8, lr=lr, max_steps=6, eval_steps=3, checkpoint_every=2)
+    scores = iter(range(100))
+    summary = train(method, model, corpus, run_dir, settings, seed=7, dev_score=lambda m: float(next(scores)),
+                    save_meta={}, log=lambda *_: None, stop_after=stop_after)
+    return summary, model
+
+
+def test_tokenized_corpus_roundtrip(corpus, wiki_sentences, tiny_models):
+    tokenizer = load_tokenizer(str(tiny_models["bert"]))
+    assert len(corpus) == 64
+    assert corpus[3] == tokenizer(wiki_sentences[3], add_special_tokens=False)["input_ids"]
+
+
+def test_batches_cover_each_epoch_once():
+    settings = TrainSettings(batch_size=4, lr=1e-4, epochs=2)
+    first_epoch = [i for s in range(3) for i in batch_indices(s, 10, settings, seed=1)]
+    assert sorted(first_epoch) == list(range(10))
+    assert list(batch_indices(3, 10, settings, 1)) != list(batch_indices(0, 10, settings, 1))
+
+
+def test_training_is_deterministic_on_cpu(tmp_path, tiny_models, corpus):
+    a, model_a = _run(tiny_models, corpus, tmp_path / "a")
+    b, model_b = _run(tiny_models, corpus, tmp_path / "b")
+    assert a["loss_curve"] == b["loss_curve"]
+    for (name, pa), (_, pb) in zip(model_a.state_dict().items(), model_b.state_dict().items()):
+        assert torch.equal(pa, pb), name
+
+
+def test_resume_after_kill_reaches_same_result(tmp_path, tiny_models, corpus):
+    straight, model_straight = _run(tiny_models, corpus, tmp_path / "straight")
+    interrupted = _run(tiny_models, corpus, tmp_path / "resumed", stop_after=5)[0]
+    assert interrupted == {"interrupted_at": 5}
+    assert (tmp_path / "resumed" / "last" / "trainer_state.pt").exists()
+    resumed, model_resumed = _run(tiny_models, corpus, tmp_path / "resumed")
+    assert resumed["resumed_from"] == 4  # the last checkpoint before the kill
+    assert resumed["loss_curve"] == straight["loss_curve"]
+    for (name, pa), (_, pb) in zip(model_straight.state_dict().items(), model_resumed.state_dict().items()):
+        assert torch.allclose(pa, pb, atol=0, rtol=0), name
+    assert (tmp_path / "resumed" / "best" / "model.safetensors").exists()
+
+
+def test_nan_loss_is_a_clear_error(tmp_path, tiny_models, corpus):
+    # lr = nan: step 1 is finite and poisons the weights; step 2 must stop with a message naming it
+    with pytest.raises(TrainingDiverged, match="loss is nan at step 2"):
+        _run(tiny_models, corpus, tmp_path / "nan", lr=float("nan"))

@@ -1,0 +1,95 @@
+"""The workflow end to end on a tiny config: DAG, rerun-only-what-changed, tables and the audit chain."""
+
+from __future__ import annotations
+
+import csv
+import shutil
+
+import pytest
+import yaml
+
+from sentrepro.audit import audit_cell
+from tests.workflow_helpers import planned_jobs, snakemake, tiny_overlay, write_overlay
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory, shared_data, tiny_models):
+    """One complete run of the workflow; tests below reuse (copies of) it."""
+    workdir = tmp_path_factory.mktemp("wf")
+    write_overlay(workdir, tiny_overlay(shared_data, tiny_models))
+    snakemake(workdir)
+    return workdir
+
+
+def test_tables_written_with_reported_numbers(finished_run):
+    table = finished_run / "results" / "wftest" / "tables" / "sts_main.csv"
+    with open(table, newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert list(rows[0]) == ["table", "row", "column", "value", "std", "n", "reported", "provenance"]
+    simcse = [r for r in rows if r["row"].startswith("BERT-base SimCSE") and r["column"] == "STS-B"]
+    assert len(simcse) == 1 and simcse[0]["value"] and simcse[0]["reported"] == "76.85"
+    assert "tiny-bert in place of bert-base" in simcse[0]["row"]
+    assert simcse[0]["provenance"].startswith("results/wftest/metrics/tiny-bert/simcse/seed1/sts.json#sha256=")
+    assert (finished_run / "results" / "wftest" / "tables" / "sts_main.md").read_text().count("|") > 20
+
+
+def test_second_run_does_nothing(finished_run):
+    assert planned_jobs(snakemake(finished_run, "-n")) == {}
+
+
+def _edit_overlay(workdir, edit):
+    path = workdir / "overlay.yaml"
+    overlay = yaml.safe_load(path.read_text())
+    edit(overlay)
+    path.write_text(yaml.safe_dump(overlay, sort_keys=False))
+
+
+def test_learning_rate_change_reruns_only_that_training(finished_run, tmp_path):
+    workdir = tmp_path / "copy"
+    shutil.copytree(finished_run, workdir, symlinks=True)
+    _edit_overlay(workdir, lambda o: o["methods"]["simcse"]["per_backbone"]["tiny-bert"].update(lr=5e-5))
+    jobs = planned_jobs(snakemake(workdir, "-n"))
+    assert jobs == {"train": 1, "evaluate_sts": 1, "table": 1, "all": 1}
+
+
+def test_unrelated_change_reruns_nothing(finished_run, tmp_path):
+    workdir = tmp_path / "copy"
+    shutil.copytree(finished_run, workdir, symlinks=True)
+
+    def edit(overlay):
+        overlay["methods"]["simcse"]["per_backbone"]["bert-large"] = {"lr": 2e-5}  # a backbone not in the matrix
+        overlay["backbones"]["tiny-bert"]["resources"] = {"mem_mb": 1234}  # scheduling only
+
+    _edit_overlay(workdir, edit)
+    assert planned_jobs(snakemake(workdir, "-n")) == {}
+
+
+def test_audit_chain_and_tamper_detection(finished_run, tmp_path, monkeypatch):
+    workdir = tmp_path / "copy"
+    shutil.copytree(finished_run, workdir, symlinks=True)
+    monkeypatch.chdir(workdir)
+    table = workdir / "results" / "wftest" / "tables" / "sts_main.csv"
+    report = audit_cell(table, "BERT-base SimCSE", "STS-B")
+    text = report.text()
+    assert report.ok, text
+    for needle in ("metrics: results/wftest/metrics/tiny-bert/simcse/seed1/sts.json", "training summary",
+                   "tokenized corpus", "dataset manifest", "download record", "STS-B dev", "best checkpoint"):
+        assert needle in text
+    # tamper with a raw data file deep in the chain: the audit names it
+    tampered = workdir / "resources" / "corpus" / "wiki-sample" / "sentences.txt"
+    tampered.write_text(tampered.read_text() + "an extra sentence\n")
+    report = audit_cell(table, "BERT-base SimCSE", "STS-B")
+    assert not report.ok
+    assert any("resources/corpus/wiki-sample/sentences.txt" in p for p in report.problems)
+
+
+def test_dry_run_of_full_paper_config_lists_each_download_once(tmp_path):
+    from tests.workflow_helpers import REPO
+    overlay = write_overlay(tmp_path, {})
+    result = snakemake(tmp_path, "-n", "--quiet", "rules", overlay=overlay)
+    jobs = planned_jobs(result)
+    assert jobs["download"] == len({"wiki1m", "senteval"})
+    assert jobs["tokenize"] == 2  # bert-base-uncased and roberta-base vocabularies, shared by base and large
+    assert jobs["train"] >= 16
