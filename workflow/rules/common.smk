@@ -85,3 +85,42 @@ def any_synthetic() -> bool:
 
 def table_targets() -> list[str]:
     return [f"{EXP}/tables/{name}.{ext}" for name in config["tables"] for ext in ("md", "csv")]
+
+
+# --- input functions and params of the rule files -----------------------------------------
+
+
+def download_record_for(w):
+    spec = source_slice(config, w.source)
+    return [f"{RES}/downloads/{w.source}/download.json"] if spec["format"] != "directory" else []
+
+
+def train_resource(name, default):
+    return lambda w: config["backbones"][w.backbone].get("resources", {}).get(name, default)
+
+
+def eval_spec(w, suite_slice):
+    run = run_of(w)
+    return spec_json({
+        "run": {"backbone": run.backbone, "method": run.method, "seed": run.seed},
+        "backbone": backbone_slice(config, run.backbone),
+        "method": {"kind": method_kind(run.method),
+                   "params": train_slice(config, run)["method"]["params"]},
+        "seed": run.seed,
+        "attention": config["training"]["attention"],
+        "sts": suite_slice,
+    })
+
+
+def trained_run(w):
+    if method_kind(w.method) == "frozen":
+        return []
+    return [f"{EXP}/runs/{w.backbone}/{w.method}/{w.run}/train.json"]
+
+
+def table_context():
+    return {
+        "experiment": config["experiment"],
+        "backbones": {n: {"stands_in_for": b.get("stands_in_for", n)} for n, b in config["backbones"].items()},
+        "synthetic": any_synthetic(),
+    }

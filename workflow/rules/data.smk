@@ -2,17 +2,14 @@
 # Local rules: they need the network (or the mirror) and run on the login node, never via sbatch.
 
 
-def download_record_for(w):
-    spec = source_slice(config, w.source)
-    return [f"{RES}/downloads/{w.source}/download.json"] if spec["format"] != "directory" else []
-
-
 rule download:
     output:
         f"{RES}/downloads/{{source}}/download.json",
     params:
         spec=lambda w: spec_json(source_slice(config, w.source)),
         code=code_fingerprint(["data/download.py", "data/sources.py", "data/prepare.py"]),
+    conda:
+        "../../envs/data.yaml"
     log:
         f"{RES}/logs/download/{{source}}.log",
     shell:
@@ -29,6 +26,8 @@ rule prepare_dataset:
         spec=lambda w: spec_json(source_slice(config, w.source)),
         code=code_fingerprint(["data/extract.py", "data/prepare.py"]),
         record=lambda w, input: input[0] if input else "",
+    conda:
+        "../../envs/data.yaml"
     log:
         f"{RES}/logs/prepare_dataset/{{source}}.log",
     shell:
@@ -40,12 +39,14 @@ rule prepare_corpus:
     input:
         lambda w: manifest(config["corpus"]["source"]),
     output:
-        f"{RES}/corpus/{{corpus}}/sentences.txt",
-        f"{RES}/corpus/{{corpus}}/sentences.txt.json",
+        sentences=f"{RES}/corpus/{{corpus}}/sentences.txt",
+        record=f"{RES}/corpus/{{corpus}}/sentences.txt.json",
     params:
         spec=lambda w: spec_json(config["corpus"]),
         code=code_fingerprint(["data/prepare.py", "data/wikidump.py"]),
+    conda:
+        "../../envs/data.yaml"
     log:
         f"{RES}/logs/prepare_corpus/{{corpus}}.log",
     shell:
-        "sentrepro prepare-corpus --spec {params.spec:q} --manifest {input:q} --out {output[0]:q} > {log:q} 2>&1"
+        "sentrepro prepare-corpus --spec {params.spec:q} --manifest {input:q} --out {output.sentences:q} > {log:q} 2>&1"

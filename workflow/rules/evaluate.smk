@@ -1,25 +1,6 @@
 # Evaluate a trained run's best checkpoint, or a frozen backbone, on a suite: one metrics file each.
 
 
-def eval_spec(w, suite_slice):
-    run = run_of(w)
-    return spec_json({
-        "run": {"backbone": run.backbone, "method": run.method, "seed": run.seed},
-        "backbone": backbone_slice(config, run.backbone),
-        "method": {"kind": method_kind(run.method),
-                   "params": train_slice(config, run)["method"]["params"]},
-        "seed": run.seed,
-        "attention": config["training"]["attention"],
-        "sts": suite_slice,
-    })
-
-
-def trained_run(w):
-    if method_kind(w.method) == "frozen":
-        return []
-    return [f"{EXP}/runs/{w.backbone}/{w.method}/{w.run}/train.json"]
-
-
 rule evaluate_sts:
     input:
         run=trained_run,
@@ -35,6 +16,8 @@ rule evaluate_sts:
         mem_mb=8000,
         runtime=30,
         cpus_per_task=2,
+    conda:
+        "../../envs/evaluate.yaml"
     log:
         f"{EXP}/logs/evaluate_sts/{{backbone}}/{{method}}/{{run}}.log",
     shell:

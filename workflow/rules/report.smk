@@ -1,14 +1,6 @@
 # Aggregate metrics files into the paper tables (Markdown + long CSV with provenance per cell).
 
 
-def table_context():
-    return {
-        "experiment": config["experiment"],
-        "backbones": {n: {"stands_in_for": b.get("stands_in_for", n)} for n, b in config["backbones"].items()},
-        "synthetic": any_synthetic(),
-    }
-
-
 rule table:
     input:
         lambda w: [metrics_file(r, "sts") for r in RUNS],
@@ -19,6 +11,8 @@ rule table:
         spec=lambda w: spec_json(table_context()),
         code=code_fingerprint(["tables"]),
         prefix=lambda w, output: output.md[: -len(".md")],
+    conda:
+        "../../envs/report.yaml"
     log:
         f"{EXP}/logs/table/{{table}}.log",
     shell:

@@ -13,6 +13,8 @@ rule tokenize:
         mem_mb=8000,
         runtime=60,
         cpus_per_task=2,
+    conda:
+        "../../envs/train.yaml"
     log:
         f"{RES}/logs/tokenize/{{tokenizer}}/{{corpus}}.log",
     shell:

@@ -2,10 +2,6 @@
 # Resumes from <run>/last/ if the job is requeued or killed.
 
 
-def train_resource(name, default):
-    return lambda w: config["backbones"][w.backbone].get("resources", {}).get(name, default)
-
-
 rule train:
     input:
         tokenized=lambda w: tokenized_record(w.backbone),
@@ -20,6 +16,8 @@ rule train:
         mem_mb=train_resource("mem_mb", 8000),
         runtime=train_resource("runtime", 60),
         cpus_per_task=train_resource("cpus_per_task", 2),
+    conda:
+        "../../envs/train.yaml"
     log:
         f"{EXP}/logs/train/{{backbone}}/{{method}}/{{run}}.log",
     shell:

