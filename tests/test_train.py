@@ -21,7 +21,7 @@ def corpus(tmp_path_factory, wiki_sentences, tiny_models):
     return TokenizedCorpus.open(root / "tok")
 
 
-def _run(tiny_models, corpus, run_dir, *, stop_after=None, lr=1e-4):
+def _run(tiny_models, corpus, run_dir, *, stop_after=None, lr=1e-4, key=""):
     seed_everything(7)
     tokenizer = load_tokenizer(str(tiny_models["bert"]))
     method = build_method("simcse", PARAMS, "bert", tokenizer)
@@ -29,7 +29,7 @@ def _run(tiny_models, corpus, run_dir, *, stop_after=None, lr=1e-4):
     settings = TrainSettings(batch_size=8, lr=lr, max_steps=6, eval_steps=3, checkpoint_every=2)
     scores = iter(range(100))
     summary = train(method, model, corpus, run_dir, settings, seed=7, dev_score=lambda m: float(next(scores)),
-                    save_meta={}, log=lambda *_: None, stop_after=stop_after)
+                    save_meta={}, log=lambda *_: None, stop_after=stop_after, resume_key=key)
     return summary, model
 
 
@@ -71,3 +71,10 @@ def test_nan_loss_is_a_clear_error(tmp_path, tiny_models, corpus):
     # lr = nan: step 1 is finite and poisons the weights; step 2 must stop with a message naming it
     with pytest.raises(TrainingDiverged, match="loss is nan at step 2"):
         _run(tiny_models, corpus, tmp_path / "nan", lr=float("nan"))
+
+
+def test_checkpoint_of_other_settings_is_not_resumed(tmp_path, tiny_models, corpus):
+    _run(tiny_models, corpus, tmp_path / "run", stop_after=5, key="lr=1e-4")
+    fresh, _ = _run(tiny_models, corpus, tmp_path / "run", key="lr=5e-5")
+    assert fresh["resumed_from"] is None
+    assert fresh["steps"] == 6

@@ -15,7 +15,8 @@ from sentrepro.data.prepare import dataset_file
 from sentrepro.data.sts import read_sts_benchmark
 from sentrepro.encoding import encode_sentences
 from sentrepro.evaluation.sts import cosine_rows, correlations
-from sentrepro.fsutil import atomic_write_json, read_json
+from sentrepro.config import canonical_json
+from sentrepro.fsutil import atomic_write_json, read_json, sha256_bytes
 from sentrepro.methods import build_method
 from sentrepro.methods.base import Method, SentenceModel
 from sentrepro.provenance import Provenance
@@ -88,8 +89,9 @@ def run_training(spec: dict, tokenized_dir: Path, dev_manifest: Path, run_dir: P
     settings = TrainSettings.from_params(params, training, device, precision)
     scorer = stsb_dev_scorer(method, read_sts_benchmark(dev_file), 128, device, precision)
     meta = {"kind": method_spec["kind"], "family": backbone["family"], "params": params, "seed": seed}
+    resume_key = sha256_bytes(canonical_json(spec).encode())
     summary = train(method, model, corpus, run_dir, settings, seed, scorer, save_meta=meta, log=log,
-                    stop_after=stop_after)
+                    stop_after=stop_after, resume_key=resume_key)
     if "interrupted_at" in summary:
         return summary
     best = run_dir / BEST

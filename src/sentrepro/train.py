@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,11 +111,13 @@ def _make_scaler(device: torch.device, precision: str):
 
 def train(method: Method, model: SentenceModel, corpus: TokenizedCorpus, run_dir: Path, settings: TrainSettings,
           seed: int, dev_score: Callable[[SentenceModel], float], *, save_meta: dict,
-          log: Callable[[str], None] = print, stop_after: int | None = None) -> dict:
+          log: Callable[[str], None] = print, stop_after: int | None = None, resume_key: str = "") -> dict:
     """Train ``model`` with ``method`` on ``corpus``; keep the best dev model in ``run_dir/best``.
 
     ``dev_score(model)`` returns the STS-B dev Spearman (x100) of the model as the method embeds it.
     ``stop_after`` ends the job after that many steps as if it were killed (tests of resumption).
+    ``resume_key`` identifies the run's settings: a ``last/`` checkpoint written under another key
+    (e.g. before the learning rate was changed in config) is discarded instead of resumed.
     Returns the training summary (steps, best step and score, history).
     """
     run_dir = Path(run_dir)
@@ -128,11 +131,19 @@ def train(method: Method, model: SentenceModel, corpus: TokenizedCorpus, run_dir
     scheduler = linear_schedule(optimizer, steps, settings.warmup_steps)
     scaler = _make_scaler(device, settings.precision)
 
-    state = {"step": 0, "best_score": None, "best_step": None, "history": [], "losses": []}
+    state = {"step": 0, "best_score": None, "best_step": None, "history": [], "losses": [],
+             "resume_key": resume_key}
     last_dir = run_dir / LAST
     resumed_from = None
+    saved = None
     if (last_dir / TRAINER_STATE).exists():
         saved = torch.load(last_dir / TRAINER_STATE, map_location="cpu", weights_only=False)
+        if saved["state"].get("resume_key", "") != resume_key:
+            log(f"ignoring {last_dir}: it was written for other settings; starting afresh")
+            shutil.rmtree(last_dir)
+            shutil.rmtree(run_dir / BEST, ignore_errors=True)
+            saved = None
+    if saved is not None:
         model.load_state_dict(saved["model"])
         optimizer.load_state_dict(saved["optimizer"])
         scheduler.load_state_dict(saved["scheduler"])
