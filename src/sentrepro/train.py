@@ -27,7 +27,7 @@ import torch
 from sentrepro.encoding import autocast_context
 from sentrepro.fsutil import atomic_dir, atomic_path
 from sentrepro.methods.base import Method, SentenceModel
-from sentrepro.optim import build_optimizer, linear_schedule
+from sentrepro.optim import build_optimizer, build_schedule
 from sentrepro.tokenize import TokenizedCorpus
 
 LAST = "last"
@@ -53,6 +53,9 @@ class TrainSettings:
     warmup_steps: int = 0
     precision: str = "fp32"
     device: str = "cpu"
+    sync_every: int = 50  # steps between host transfers of the loss (NaN check, log)
+    schedule: str = "linear"
+    shuffle: bool = True
 
     @classmethod
     def from_params(cls, params: dict, training: dict, device: str, precision: str) -> "TrainSettings":
@@ -61,7 +64,8 @@ class TrainSettings:
                    checkpoint_every=training.get("checkpoint_every", 125),
                    optimizer=params.get("optimizer", "hf-adamw-4.2.1"),
                    weight_decay=params.get("weight_decay", 0.0), max_grad_norm=params.get("max_grad_norm", 1.0),
-                   warmup_steps=params.get("warmup_steps", 0), precision=precision, device=device)
+                   warmup_steps=params.get("warmup_steps", 0), precision=precision, device=device,
+                   schedule=params.get("schedule", "linear"), shuffle=params.get("shuffle", True))
 
 
 def seed_everything(seed: int) -> None:
@@ -83,10 +87,10 @@ def total_steps(n: int, settings: TrainSettings) -> int:
 
 
 def batch_indices(step: int, n: int, settings: TrainSettings, seed: int) -> np.ndarray:
-    """Corpus indices of optimizer step ``step`` (0-based)."""
+    """Corpus indices of optimizer step ``step`` (0-based); corpus order when ``shuffle`` is off."""
     per_epoch = math.ceil(n / settings.batch_size)
     epoch, within = divmod(step, per_epoch)
-    order = epoch_order(n, seed, epoch)
+    order = epoch_order(n, seed, epoch) if settings.shuffle else np.arange(n)
     return order[within * settings.batch_size:(within + 1) * settings.batch_size]
 
 
@@ -128,7 +132,7 @@ def train(method: Method, model: SentenceModel, corpus: TokenizedCorpus, run_dir
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = build_optimizer(settings.optimizer, params, settings.lr, settings.weight_decay,
                                 fused=device.type == "cuda")
-    scheduler = linear_schedule(optimizer, steps, settings.warmup_steps)
+    scheduler = build_schedule(settings.schedule, optimizer, steps, settings.warmup_steps)
     scaler = _make_scaler(device, settings.precision)
 
     state = {"step": 0, "best_score": None, "best_step": None, "history": [], "losses": [],
@@ -150,6 +154,9 @@ def train(method: Method, model: SentenceModel, corpus: TokenizedCorpus, run_dir
         if scaler is not None and saved.get("scaler"):
             scaler.load_state_dict(saved["scaler"])
         _set_rng_state(saved["rng"])
+        if saved.get("grads") is not None:  # gradients carried over by a method without zero_grad
+            for p, g in zip(params, saved["grads"]):
+                p.grad = None if g is None else g.to(p.device)
         state = saved["state"]
         resumed_from = state["step"]
         log(f"resumed from step {resumed_from} ({last_dir})")
@@ -158,7 +165,8 @@ def train(method: Method, model: SentenceModel, corpus: TokenizedCorpus, run_dir
         with atomic_dir(last_dir) as tmp:
             torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
                         "scheduler": scheduler.state_dict(), "scaler": scaler.state_dict() if scaler else None,
-                        "rng": _rng_state(), "state": state}, tmp / TRAINER_STATE)
+                        "rng": _rng_state(), "state": state,
+                        "grads": None if method.reset_grads else [p.grad for p in params]}, tmp / TRAINER_STATE)
 
     def evaluate_and_keep_best(step: int) -> None:
         score = dev_score(model)
@@ -168,6 +176,21 @@ def train(method: Method, model: SentenceModel, corpus: TokenizedCorpus, run_dir
             state["best_score"], state["best_step"] = score, step
             model.save(run_dir / BEST, method.tokenizer, {**save_meta, "step": step, "stsb_dev_spearman": score})
         log(f"step {step}: STS-B dev spearman {score:.2f}{' (best)' if improved else ''}")
+
+    pending: list[torch.Tensor] = []  # step losses still on the device (no host sync per step)
+
+    def flush_losses() -> None:
+        """Move pending losses to the host in one transfer; stop at the first non-finite one."""
+        if not pending:
+            return
+        values = torch.stack(pending).float().cpu().tolist()
+        first = state["step"] - len(values) + 1
+        pending.clear()
+        for offset, value in enumerate(values):
+            if not math.isfinite(value):
+                raise TrainingDiverged(f"loss is {value} at step {first + offset} of {run_dir}; lower the learning "
+                                       f"rate or use precision fp32/bf16")
+        state["losses"].extend(values)
 
     model.train()
     started = time.time()
@@ -194,16 +217,16 @@ def train(method: Method, model: SentenceModel, corpus: TokenizedCorpus, run_dir
         method.after_step(model, step + 1)
         if method.reset_grads:
             optimizer.zero_grad(set_to_none=True)
-        value = float(loss.detach())
-        if not math.isfinite(value):
-            raise TrainingDiverged(f"loss is {value} at step {step + 1} of {run_dir}; lower the learning rate or "
-                                   f"use precision fp32/bf16")
-        state["losses"].append(value)
+        pending.append(loss.detach())
         state["step"] = step + 1
-        if state["step"] % settings.eval_steps == 0:
+        at_eval = state["step"] % settings.eval_steps == 0
+        at_checkpoint = state["step"] % settings.checkpoint_every == 0
+        if at_eval or at_checkpoint or state["step"] == steps or len(pending) >= settings.sync_every:
+            flush_losses()
+        if at_eval:
             evaluate_and_keep_best(state["step"])
             save_last()
-        elif state["step"] % settings.checkpoint_every == 0:
+        elif at_checkpoint:
             save_last()
 
     if state["best_step"] is None:
