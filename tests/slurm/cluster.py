@@ -5,15 +5,17 @@ What it does, as root on Debian (no systemd needed):
 1. installs ``slurmctld slurmd slurm-client munge`` with apt when any is missing;
 2. writes ``/etc/slurm/slurm.conf`` and ``/etc/slurm/gres.conf`` (the compiled-in default path: the
    jobstep executor strips ``SLURM_CONF`` from the job environment, so any other path breaks jobs),
-   sized from ``nproc`` and ``MemAvailable``, with two partitions (``main``, the default, and ``gpu``)
-   and fake GPUs (character devices with the numbers of /dev/null, which gres/gpu accepts);
+   sized from ``nproc`` and ``MemAvailable``, with three partitions on the node (``main``, the
+   default, ``cpu`` and ``gpu``) and fake GPUs (character devices with the numbers of /dev/null,
+   which gres/gpu accepts);
 3. starts munged, slurmctld and slurmd (``-N localhost``) in the foreground as child processes,
    waits until the node is idle and runs one ``srun`` as a smoke test;
 4. on ``down`` cancels the cluster's jobs and stops exactly the daemons it started, by PID.
 
 State, logs and the fake GPU devices live in a run directory under /tmp (``SENTREPRO_SLURM_TEST_RUNDIR``
 overrides it). ``up`` is idempotent: daemons that already run with this module's configuration are
-reused and never stopped by the caller that reused them. Without root, an already running cluster
+reused and never stopped by the caller that reused them; a cluster this module started from an
+older configuration is restarted. Without root, an already running cluster
 (for example one a CI step started with ``sudo``) is still usable.
 
 Command line: ``python -m tests.slurm.cluster up|down|status`` from the repository root.
@@ -26,6 +28,8 @@ import contextlib
 import fcntl
 import json
 import os
+import pwd
+import re
 import shutil
 import signal
 import stat
@@ -47,7 +51,9 @@ MUNGE_RUN_DIR = Path("/run/munge")
 PACKAGES = ("slurmctld", "slurmd", "slurm-client", "munge")
 
 NODE_NAME = "localhost"
+# Three partitions on the one node, so tests can tell a chosen partition from the default one.
 DEFAULT_PARTITION = "main"
+CPU_PARTITION = "cpu"
 GPU_PARTITION = "gpu"
 FAKE_GPU_TYPE = "fake"
 DEFAULT_FAKE_GPUS = 2
@@ -191,8 +197,9 @@ def render_slurm_conf(spec: ClusterSpec) -> str:
         f"NodeName={NODE_NAME} NodeAddr=127.0.0.1 CPUs={spec.cpus} RealMemory={spec.real_memory_mb}"
         f"{gres_node} State=UNKNOWN",
         f"PartitionName={DEFAULT_PARTITION} Nodes={NODE_NAME} Default=YES MaxTime=INFINITE State=UP",
-        f"PartitionName={GPU_PARTITION} Nodes={NODE_NAME} Default=NO MaxTime=INFINITE State=UP",
     ]
+    lines += [f"PartitionName={name} Nodes={NODE_NAME} Default=NO MaxTime=INFINITE State=UP"
+              for name in (CPU_PARTITION, GPU_PARTITION)]
     return "\n".join(lines) + "\n"
 
 
@@ -332,8 +339,6 @@ def write_configuration(spec: ClusterSpec, log: Log) -> None:
 
 def _ensure_munge_key() -> None:
     """Debian's munge postinst makes the key; recreate it only if it is missing or empty."""
-    import pwd
-
     munge_user = pwd.getpwnam("munge")
     if not MUNGE_KEY.is_file() or MUNGE_KEY.stat().st_size == 0:
         with atomic_path(MUNGE_KEY) as tmp:
@@ -379,9 +384,25 @@ def conf_is_ours(spec: ClusterSpec) -> bool:
     return first_line == spec.conf_marker
 
 
+def _comparable(conf_text: str) -> str:
+    """Configuration text without the memory figure, which follows MemAvailable from run to run."""
+    return re.sub(r"RealMemory=\d+", "RealMemory=*", conf_text)
+
+
+def conf_is_current(spec: ClusterSpec) -> bool:
+    """The files on disk are what this version of the module would write for ``spec``."""
+    try:
+        slurm_conf = SLURM_CONF.read_text(encoding="utf-8")
+        gres_conf = GRES_CONF.read_text(encoding="utf-8") if spec.fake_gpus else ""
+    except FileNotFoundError:
+        return False
+    wanted_gres = render_gres_conf(spec) if spec.fake_gpus else ""
+    return _comparable(slurm_conf) == _comparable(render_slurm_conf(spec)) and gres_conf == wanted_gres
+
+
 def is_usable(spec: ClusterSpec) -> bool:
-    """A cluster with this module's configuration answers and its node takes jobs."""
-    return conf_is_ours(spec) and node_state() in READY_NODE_STATES
+    """A cluster with this module's current configuration answers and its node takes jobs."""
+    return conf_is_current(spec) and node_state() in READY_NODE_STATES
 
 
 # ----------------------------------------------------------------------------------------------
@@ -446,10 +467,9 @@ def _stderr_log(message: str) -> None:
 
 def _start(cluster: Cluster, name: str, cmd: list[str], **popen_kwargs) -> None:
     spec = cluster.spec
-    output = open(spec.log_dir / f"{name}.out", "ab")
-    process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
-                               start_new_session=True, **popen_kwargs)
-    output.close()
+    with open(spec.log_dir / f"{name}.out", "ab") as output:  # the child keeps its own copy
+        process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
+                                   start_new_session=True, **popen_kwargs)
     cluster.started[name] = process.pid
     cluster.processes[name] = process
     _record_started(spec, name, process.pid)
@@ -488,16 +508,19 @@ def up(spec: ClusterSpec | None = None, log: Log = _stderr_log, ready_timeout_s:
         raise ClusterUnavailable("starting the SLURM daemons needs root (run `sudo python -m "
                                  "tests.slurm.cluster up` first, or run the tests as root)")
     t0 = time.monotonic()
+    if conf_is_ours(spec) and not conf_is_current(spec) and read_started(spec):
+        log("the running cluster has an older configuration: restarting the daemons cluster.py started")
+        down(spec, log)
     missing = missing_packages()
     if missing:
         install_packages(missing, log)
     spec.log_dir.mkdir(parents=True, exist_ok=True)
 
     running = {name: find_pids(name) for name in ("slurmctld", "slurmd")}
-    if any(running.values()) and not conf_is_ours(spec):
+    if any(running.values()) and not conf_is_current(spec):
         described = ", ".join(f"{name} pid {pids}" for name, pids in running.items() if pids)
         raise ClusterUnavailable(f"SLURM daemons not started by this module are running ({described}) "
-                                 f"and {SLURM_CONF} is not ours; stop them first")
+                                 f"with a {SLURM_CONF} other than this module's; stop them first")
     if not any(running.values()):
         write_configuration(spec, log)
 
@@ -525,6 +548,7 @@ def _cancel_all_jobs(log: Log, timeout_s: float = 20.0) -> None:
     _run(["scancel", "--full", "--state=PENDING"])
     _run(["scancel", "--full", "--state=RUNNING"])
     deadline = time.monotonic() + timeout_s
+    active: list[str] = []
     while time.monotonic() < deadline:
         active = _run(["squeue", "--noheader", "--states=PENDING,RUNNING,COMPLETING,CONFIGURING",
                        "--format=%i"]).stdout.split()
@@ -567,7 +591,13 @@ def status(spec: ClusterSpec | None = None) -> str:
     """Human-readable state: daemons running, which of them this module started, sinfo."""
     spec = spec or ClusterSpec.for_this_machine()
     owned = read_started(spec)
-    lines = [f"run dir: {spec.run_dir}", f"{SLURM_CONF}: {'ours' if conf_is_ours(spec) else 'not ours/absent'}"]
+    if conf_is_current(spec):
+        conf_state = "current"
+    elif conf_is_ours(spec):
+        conf_state = "written by an older version of cluster.py"
+    else:
+        conf_state = "absent or not written by cluster.py"
+    lines = [f"run dir: {spec.run_dir}", f"{SLURM_CONF}: {conf_state}"]
     for name in reversed(DAEMONS):
         pids = find_pids(name)
         mark = " (started by cluster.py)" if owned.get(name) in pids else ""

@@ -21,6 +21,8 @@ import pytest
 from snakemake.cli import get_profile_dir
 from snakemake.profiles import ProfileConfigFileParser
 
+from .cluster import CPU_PARTITION, DEFAULT_PARTITION, FAKE_GPU_TYPE, GPU_PARTITION
+
 pytestmark = pytest.mark.slurm
 
 REPO = Path(__file__).resolve().parents[2]
@@ -74,7 +76,9 @@ def run_snakemake(workdir: Path, args: list[str], site: dict[str, str] | None = 
         done = subprocess.run(command, cwd=workdir, env=snakemake_env(site or {}), capture_output=True,
                               text=True, timeout=SNAKEMAKE_TIMEOUT_S, check=False)
     except subprocess.TimeoutExpired as error:
-        output = (error.stdout or b"").decode() + (error.stderr or b"").decode()
+        # Captured output arrives as bytes (or None) on a timeout, whatever `text=` says.
+        output = "".join(part.decode(errors="replace") if isinstance(part, bytes) else part or ""
+                         for part in (error.stdout, error.stderr))
         pytest.fail(f"`{' '.join(command)}` in {workdir} ran over {SNAKEMAKE_TIMEOUT_S} s:\n{output[-4000:]}")
     return Run(workdir, done.returncode, done.stdout + done.stderr, time.monotonic() - started)
 
@@ -143,16 +147,18 @@ def test_profile_without_site_settings_leaves_choice_to_the_cluster(monkeypatch)
 
 
 def test_profile_takes_site_settings_from_environment(monkeypatch):
-    site = {"PARTITION": "cpu", "ACCOUNT": "123456", "GPU_PARTITION": "all", "GPU_MODEL": "a100",
-            "STATUS_COMMAND": "sacct"}
+    site = {"PARTITION": "all", "ACCOUNT": "123456", "STATUS_COMMAND": "sacct",
+            "GPU_PARTITION": "gpu", "GPU_MODEL": "a100"}
     for name, value in site.items():
         monkeypatch.setenv(f"SENTREPRO_SLURM_{name}", value)
     profile = load_profile(SLURM_PROFILE)
     # Quoted, so that Snakemake's expression evaluation keeps them strings ('all' is a Python builtin).
-    assert "slurm_partition='cpu'" in profile["default-resources"]
+    assert "slurm_partition='all'" in profile["default-resources"]
     assert "slurm_account='123456'" in profile["default-resources"]
-    assert sorted(profile["set-resources"]) == ["train:gpu_model='a100'", "train:slurm_partition='all'"]
     assert profile["slurm-status-command"] == "sacct"
+    # GPU settings belong to GPU jobs only, which the workflow's rules pick; never to every job.
+    assert not [entry for entry in profile["default-resources"] if entry.startswith(("gpu", "gres"))]
+    assert "set-resources" not in profile
 
 
 # ----------------------------------------------------------------------------------------------
@@ -174,6 +180,9 @@ def test_cluster_jobs_ran_under_slurm_and_local_rule_did_not(mini_run, slurm_clu
     assert len(job_ids) == 2
     assert set(mini_run.submitted_logs()) == job_ids, "only tokenize and train may be submitted"
     assert "localrule fetch:" in mini_run.output
+    # No site settings: every job lands in the cluster's default partition.
+    for rule in ("tokenize", "train"):
+        assert mini_run.values(rule)["SLURM_JOB_PARTITION"] == DEFAULT_PARTITION, rule
 
 
 def test_gpu_job_gets_a_fake_gpu(mini_run):
@@ -182,18 +191,17 @@ def test_gpu_job_gets_a_fake_gpu(mini_run):
     assert scontrol_job(train["SLURM_JOB_ID"])["TresPerJob"] == "gres:gpu:1"
 
 
-def test_site_gpu_partition_and_model_reach_sbatch(slurm_cluster, tmp_path_factory):
-    from .cluster import FAKE_GPU_TYPE, GPU_PARTITION
-
-    site = {"GPU_PARTITION": GPU_PARTITION, "GPU_MODEL": FAKE_GPU_TYPE}
-    run = run_snakemake(fresh_mini(tmp_path_factory, "site"),
-                        ["--profile", str(SLURM_PROFILE), "results/train.txt"], site=site)
-    assert run.returncode == 0, f"snakemake with {site} failed:\n{run.output[-4000:]}"
-    train = run.values("train")
+def test_site_settings_from_environment_reach_sbatch(slurm_cluster, tmp_path_factory):
+    site = {"PARTITION": CPU_PARTITION, "GPU_PARTITION": GPU_PARTITION, "GPU_MODEL": FAKE_GPU_TYPE}
+    run = run_snakemake(fresh_mini(tmp_path_factory, "site"), ["--profile", str(SLURM_PROFILE)], site=site)
+    assert run.returncode == 0, f"snakemake with site settings {site} failed:\n{run.output[-4000:]}"
+    tokenize, train = run.values("tokenize"), run.values("train")
+    assert tokenize["SLURM_JOB_PARTITION"] == CPU_PARTITION
+    assert squeue_job(tokenize["SLURM_JOB_ID"])["partition"] == CPU_PARTITION
     assert train["SLURM_JOB_PARTITION"] == GPU_PARTITION
-    assert train["CUDA_VISIBLE_DEVICES"] != "none"
     assert squeue_job(train["SLURM_JOB_ID"])["partition"] == GPU_PARTITION
     assert scontrol_job(train["SLURM_JOB_ID"])["TresPerJob"] == f"gres:gpu:{FAKE_GPU_TYPE}:1"
+    assert train["CUDA_VISIBLE_DEVICES"] != "none"
 
 
 def test_failing_job_fails_the_run_and_keeps_its_log(slurm_cluster, tmp_path_factory):
