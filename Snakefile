@@ -9,23 +9,34 @@ min_version("9.0")
 configfile: "config.yaml"
 
 
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/tokenize.smk"
+include: "workflow/rules/views.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/suites.smk"
 include: "workflow/rules/report.smk"
 
 
 localrules:
     all,
+    fixture,
     download,
     prepare_dataset,
+    check_dataset,
     prepare_corpus,
     table,
+    figure,
 
 
 rule all:
     input:
         table_targets(),
+        checked_targets(),
+        suite_targets(),
+        figure_targets(),
     default_target: True

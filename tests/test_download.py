@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 import hashlib
-import threading
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
+import io
+from types import SimpleNamespace
 
 import pytest
+
+import sentrepro.data.download as download_module
 
 from sentrepro.data.download import (
     ChecksumMismatch,
     DownloadError,
+    FetchSettings,
+    ProgressLog,
     backoff_delay,
     fetch,
+    human_bytes,
     partial_path,
 )
+from tests.http_server import ServerPlan, serve
 
 MIB = 1 << 20
 # Larger than two of fetch's 1 MiB chunks, so a cut-off response leaves bytes to resume from.
@@ -25,76 +29,11 @@ PAYLOAD_SHA = hashlib.sha256(PAYLOAD).hexdigest()
 FAST = {"backoff_s": 0.01, "timeout_s": 10.0, "progress": False}
 
 
-@dataclass
-class ServerPlan:
-    """What the test server does; handlers read and update it under ``lock``."""
-
-    files: dict[str, bytes] = field(default_factory=dict)
-    fail_503: dict[str, int] = field(default_factory=dict)  # path -> how many 503s to answer first
-    truncate_to: dict[str, list[int]] = field(default_factory=dict)  # path -> body bytes of the next responses
-    ignore_range: bool = False  # answer 200 with the whole file even when Range is asked
-    requests: list[tuple[str, str | None]] = field(default_factory=list)  # (path, Range header)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-
-class PlannedHandler(BaseHTTPRequestHandler):
-    plan: ServerPlan  # set on a per-server subclass
-
-    def log_message(self, format, *args):  # noqa: A002 - silence the default stderr log
-        pass
-
-    def do_GET(self):  # noqa: N802 - http.server's naming
-        plan = self.plan
-        range_header = self.headers.get("Range")
-        with plan.lock:
-            plan.requests.append((self.path, range_header))
-            if plan.fail_503.get(self.path, 0) > 0:
-                plan.fail_503[self.path] -= 1
-                self._send_status_only(503)
-                return
-            body = plan.files.get(self.path)
-            cuts = plan.truncate_to.get(self.path) or []
-            cut = cuts.pop(0) if cuts else None
-        if body is None:
-            self._send_status_only(404)
-            return
-        start = 0
-        if range_header and not plan.ignore_range:
-            start = int(range_header.removeprefix("bytes=").split("-")[0])
-            if start >= len(body):
-                self.send_response(416)
-                self.send_header("Content-Range", f"bytes */{len(body)}")
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-                return
-            self.send_response(206)
-            self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
-        else:
-            self.send_response(200)
-        remaining = body[start:]
-        self.send_header("Content-Length", str(len(remaining)))
-        self.end_headers()
-        self.wfile.write(remaining if cut is None else remaining[:cut])
-        self.wfile.flush()
-        self.close_connection = True
-
-    def _send_status_only(self, status: int) -> None:
-        self.send_response(status)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-
 @pytest.fixture
 def server():
     plan = ServerPlan(files={"/data.bin": PAYLOAD})
-    handler = type("Handler", (PlannedHandler,), {"plan": plan})
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    base = f"http://127.0.0.1:{httpd.server_address[1]}"
-    yield base, plan
-    httpd.shutdown()
-    httpd.server_close()
+    with serve(plan) as base:
+        yield base, plan
 
 
 def test_pinned_download_lands_verified(server, tmp_path):
@@ -262,3 +201,44 @@ def test_unsupported_scheme_and_bad_pin_are_refused(tmp_path):
 
 def test_backoff_doubles_per_attempt():
     assert [backoff_delay(1.5, attempt) for attempt in range(4)] == [1.5, 3.0, 6.0, 12.0]
+
+
+def test_fetch_settings_come_from_the_environment():
+    assert FetchSettings.from_environment({}) == FetchSettings(retries=5, backoff_s=1.0, timeout_s=60.0)
+    env = {"SENTREPRO_DOWNLOAD_RETRIES": "1", "SENTREPRO_DOWNLOAD_BACKOFF_S": "0.5", "SENTREPRO_DOWNLOAD_TIMEOUT_S": ""}
+    assert FetchSettings.from_environment(env) == FetchSettings(retries=1, backoff_s=0.5, timeout_s=60.0)
+    with pytest.raises(DownloadError, match="SENTREPRO_DOWNLOAD_RETRIES='many'"):
+        FetchSettings.from_environment({"SENTREPRO_DOWNLOAD_RETRIES": "many"})
+    with pytest.raises(DownloadError, match="must not be negative"):
+        FetchSettings.from_environment({"SENTREPRO_DOWNLOAD_BACKOFF_S": "-1"})
+
+
+def test_progress_is_logged_when_stderr_is_not_a_terminal(server, tmp_path, caplog, monkeypatch):
+    base, _plan = server
+    monkeypatch.setattr(download_module, "sys", SimpleNamespace(stderr=io.StringIO()))  # a log file, not a tty
+    with caplog.at_level("INFO", logger="sentrepro.data.download"):
+        fetch(f"{base}/data.bin", tmp_path / "data.bin", PAYLOAD_SHA, retries=0, backoff_s=0.01, progress=True)
+    lines = [record.getMessage() for record in caplog.records]
+    assert any(line.startswith(f"fetching {base}/data.bin") for line in lines)
+    assert any(line.startswith("data.bin: receiving 3.0 MiB") for line in lines)
+    assert any(line.startswith("data.bin: finished, 3.0 MiB of 3.0 MiB (100%)") for line in lines)
+    assert any("matches the pin" in line for line in lines)
+
+
+def test_progress_log_throttles_updates_to_its_interval(caplog):
+    now = [0.0]
+    with caplog.at_level("INFO", logger="sentrepro.data.download"):
+        log = ProgressLog("x.tar", offset=0, total=4 * MIB, interval_s=10.0, clock=lambda: now[0])
+        for step in range(4):
+            now[0] = 4.0 * (step + 1)  # 4, 8, 12, 16 s: only 12 s crosses the 10 s interval
+            log.update(MIB)
+        log.finish()
+    lines = [record.getMessage() for record in caplog.records]
+    assert lines == ["x.tar: receiving 4.0 MiB",
+                     "x.tar: 3.0 MiB of 4.0 MiB (75%) after 12.0 s, 256.0 KiB/s",
+                     "x.tar: finished, 4.0 MiB of 4.0 MiB (100%) after 16.0 s, 256.0 KiB/s"]
+
+
+def test_human_bytes():
+    assert [human_bytes(n) for n in (0, 1023, 1536, 5 * MIB, 3 * 1024 * MIB)] == \
+        ["0 B", "1023 B", "1.5 KiB", "5.0 MiB", "3.0 GiB"]

@@ -51,7 +51,7 @@ def test_learning_rate_change_reruns_only_that_training(finished_run, tmp_path):
     shutil.copytree(finished_run, workdir, symlinks=True)
     _edit_overlay(workdir, lambda o: o["methods"]["simcse"]["per_backbone"]["tiny-bert"].update(lr=5e-5))
     jobs = planned_jobs(snakemake(workdir, "-n"))
-    assert jobs == {"train": 1, "evaluate_sts": 1, "table": 1, "all": 1}
+    assert jobs == {"train": 1, "evaluate_sts": 1, "table": len(tables_reading("simcse")), "all": 1}
 
 
 def test_unrelated_change_reruns_nothing(finished_run, tmp_path):
@@ -90,6 +90,76 @@ def test_dry_run_of_full_paper_config_lists_each_download_once(tmp_path):
     overlay = write_overlay(tmp_path, {})
     result = snakemake(tmp_path, "-n", "--quiet", "rules", overlay=overlay)
     jobs = planned_jobs(result)
-    assert jobs["download"] == len({"wiki1m", "senteval"})
+    # every data source is fetched by one job (tests/test_data_workflow.py checks each is listed once)
+    assert jobs["download"] >= len({"wiki1m", "senteval", "clustering", "wos"})
+    assert jobs["check_dataset"] == len({"senteval", "clustering", "wos"})
     assert jobs["tokenize"] == 2  # bert-base-uncased and roberta-base vocabularies, shared by base and large
     assert jobs["train"] >= 16
+
+
+# --- paper tables, the audit of a real cell, the report -------------------------------------------
+
+
+def tables_reading(method: str, backbone: str = "bert-base", suite: str = "sts") -> list[str]:
+    """The tables of config.yaml with a cell read from (backbone, method, suite)."""
+    from sentrepro.tables.plan import cell_keys
+    from sentrepro.tables.spec import load_spec
+    from tests.workflow_helpers import REPO
+
+    names = yaml.safe_load((REPO / "config.yaml").read_text())["tables"]
+    return [n for n in names if (backbone, method, suite) in cell_keys(load_spec(n))]
+
+
+def test_every_table_written_in_every_format(finished_run):
+    from tests.workflow_helpers import REPO
+
+    tables = finished_run / "results" / "wftest" / "tables"
+    for name in yaml.safe_load((REPO / "config.yaml").read_text())["tables"]:
+        for suffix in (".md", ".csv", ".seeds.csv", ".tex", ".html"):
+            assert (tables / f"{name}{suffix}").stat().st_size > 0, f"{name}{suffix}"
+        with open(tables / f"{name}.csv", newline="") as handle:
+            assert next(csv.reader(handle)) == ["table", "row", "column", "value", "std", "n", "reported",
+                                                "provenance"]
+    markdown = (tables / "conpvp_table3.md").read_text()
+    assert "best of N seeds (N = 1" in markdown and "tiny-bert fills the bert-base cells" in markdown
+    assert "| BERT-base ConSERT † (reported only) | – (64.64†) |" in markdown
+    assert r"\toprule" in (tables / "conpvp_table3.tex").read_text()
+
+
+def test_audit_of_a_paper_table_cell_prints_the_chain_and_names_a_changed_checkpoint(finished_run, tmp_path,
+                                                                                      monkeypatch):
+    workdir = tmp_path / "copy"
+    shutil.copytree(finished_run, workdir, symlinks=True)
+    monkeypatch.chdir(workdir)
+    table = workdir / "results" / "wftest" / "tables" / "conpvp_table3.csv"
+    report = audit_cell(table, "BERT-base SimCSE", "Avg.")
+    text = report.text()
+    assert report.ok, text
+    for needle in ("paper: 76.25 transcribed from conpvp-paper.txt:104",
+                   "metrics: results/wftest/metrics/tiny-bert/simcse/seed1/sts.json",
+                   "training summary: results/wftest/runs/tiny-bert/simcse/seed1/train.json",
+                   "selected step ", "dev history", "training log: results/wftest/logs/train/tiny-bert/simcse/seed1.log",
+                   "config slice:", "| code ", "torch ", "SLURM job -", "tokenized corpus:", "download record",
+                   "best checkpoint file"):
+        assert needle in text, needle
+    checkpoint = next((workdir / "results" / "wftest" / "runs" / "tiny-bert" / "simcse" / "seed1" / "best")
+                      .glob("*.safetensors"))
+    checkpoint.write_bytes(checkpoint.read_bytes() + b"\0")
+    report = audit_cell(table, "BERT-base SimCSE", "Avg.")
+    assert not report.ok
+    assert any(str(checkpoint.relative_to(workdir)) in problem for problem in report.problems), report.problems
+
+
+def test_report_command_builds_a_self_contained_report_with_every_table(finished_run, tmp_path):
+    from tests.workflow_helpers import REPO
+
+    out = tmp_path / "report.html"
+    snakemake(finished_run, "--report", str(out))
+    html = out.read_text(encoding="utf-8")
+    assert html.startswith("<!DOCTYPE html>") or "<html" in html[:2000]
+    assert "sentrepro regenerates the experiment tables" in html  # workflow/report/workflow.rst
+    for name in yaml.safe_load((REPO / "config.yaml").read_text())["tables"]:
+        assert f"{name}.html" in html, name
+    assert "ConPVP Table 3: Spearman correlation" in html  # a table caption (workflow/report/tables/*.rst)
+    for figure in (finished_run / "results" / "wftest" / "figures").glob("*.png"):
+        assert figure.name in html, figure.name

@@ -28,6 +28,8 @@ def tiny_overlay(shared_data: Path, tiny_models: dict[str, Path], *, experiment:
             "sources": {
                 "wiki_sample": {"url": (shared_data / "wiki" / "wiki1m_for_simcse.first1280000bytes.txt").as_uri(),
                                 "format": "file"},
+                # ../shared/data holds no Web of Science copy: the synthetic fixture stands in (not mirrored)
+                "wos": {"url": "fixture://wos/WebOfScience.zip", "sha256": None, "synthetic": True},
             },
         },
         "corpus": {"name": "wiki-sample", "source": "wiki_sample",
@@ -53,10 +55,13 @@ def write_overlay(workdir: Path, overlay: dict) -> Path:
 
 def snakemake(workdir: Path, *args: str, overlay: Path | None = None, check: bool = True,
               timeout: int = 900) -> subprocess.CompletedProcess:
-    """``snakemake -s <repo>/Snakefile -d <workdir> --configfiles config.yaml overlay.yaml <args>``."""
+    """``snakemake -s <repo>/Snakefile -d <workdir> <args> --configfiles config.yaml overlay.yaml``.
+
+    ``args`` come before ``--configfiles`` (which takes every word after it), so they may end in targets.
+    """
     overlay = overlay or workdir / "overlay.yaml"
-    cmd = [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(workdir), "--cores", "2",
-           "--configfiles", str(REPO / "config.yaml"), str(overlay), *args]
+    cmd = [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(workdir), "--cores", "2", *args,
+           "--configfiles", str(REPO / "config.yaml"), str(overlay)]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     result = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
     if check and result.returncode != 0:

@@ -5,6 +5,12 @@ the training summary's inputs (tokenized corpus, dev data, backbone files) -> to
 corpus -> dataset manifest -> download record -> downloaded file. Every input is listed with the
 sha256 recorded when it was consumed and checked against the file as it is now; a JSON input that
 carries its own ``provenance`` is followed. A dataset manifest's files are each verified too.
+
+For each step the audit prints the config slice, code version, environment (libraries, device,
+precision, host) and SLURM job; for a training summary also the selected (best STS-B dev) step, a
+summary of the dev history and losses, and the job's log file. A best-of-N cell also lists the seeds
+it was compared against (``candidate=`` entries, hash-checked), and every cell the paper's number
+with the file and line it was transcribed from (``paper=`` entry).
 """
 
 from __future__ import annotations
@@ -75,9 +81,46 @@ def _describe(prov: dict) -> str:
     commit = (code.get("commit") or "unknown")[:12] + (" (dirty)" if code.get("dirty") else "")
     libs = prov.get("libraries", {})
     device = prov.get("device", {})
-    return (f"step {prov.get('step')} | seed {prov.get('seed')} | code {commit} | torch {libs.get('torch')} "
-            f"transformers {libs.get('transformers')} | {device.get('device')} {prov.get('precision')} | "
-            f"{prov.get('wall_seconds')} s on {prov.get('host')} | SLURM job {prov.get('slurm_job_id') or '-'}")
+    gpu = f" ({device['gpu']})" if device.get("gpu") else ""
+    return (f"step {prov.get('step')} | seed {prov.get('seed')} | code {commit} (sentrepro {code.get('package')}) | "
+            f"python {libs.get('python')} torch {libs.get('torch')} transformers {libs.get('transformers')} "
+            f"numpy {libs.get('numpy')} | {device.get('device')}{gpu} {prov.get('precision')} | "
+            f"{prov.get('wall_seconds')} s on {prov.get('host')} at {prov.get('started')} | "
+            f"SLURM job {prov.get('slurm_job_id') or '-'}"
+            + (f" (CUDA_VISIBLE_DEVICES {prov['cuda_visible_devices']})" if prov.get("cuda_visible_devices") else ""))
+
+
+def training_summary_lines(payload: dict) -> list[str]:
+    """The selected step and a summary of the dev history and losses of a training summary (train.json)."""
+    history = payload.get("history") or []
+    lines = [f"selected step {payload.get('best_step')} of {payload.get('steps')} "
+             f"(best STS-B dev Spearman {_num(payload.get('best_stsb_dev_spearman'))}; "
+             f"{len(history)} dev evaluations)"]
+    if history:
+        shown = history if len(history) <= 8 else history[:3] + history[-3:]
+        points = ", ".join(f"{h['step']}: {_num(h.get('stsb_dev_spearman'))}" for h in shown)
+        gap = "" if len(history) <= 8 else f" (first and last 3 of {len(history)})"
+        lines.append(f"dev history{gap}: {points}")
+    if payload.get("loss_first") is not None:
+        lines.append(f"loss {_num(payload['loss_first'], 4)} -> {_num(payload.get('loss_last'), 4)}"
+                     + (f"; resumed from step {payload['resumed_from']}" if payload.get("resumed_from") else ""))
+    return lines
+
+
+def _num(value, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def job_log(path: Path) -> Path | None:
+    """The Snakemake log of the job that wrote ``results/<exp>/runs/<b>/<m>/<run>/train.json``."""
+    parts = path.parts
+    if "runs" not in parts or path.name != "train.json":
+        return None
+    i = len(parts) - 1 - parts[::-1].index("runs")
+    run_parts = parts[i + 1:-1]
+    if len(run_parts) != 3:
+        return None
+    return Path(*parts[:i], "logs", "train", run_parts[0], run_parts[1], f"{run_parts[2]}.log")
 
 
 def _follow(path: Path, report: AuditReport, depth: int, seen: set[Path]) -> None:
@@ -95,6 +138,13 @@ def _follow(path: Path, report: AuditReport, depth: int, seen: set[Path]) -> Non
     indent = "  " * depth
     report.lines.append(f"{indent}  · {_describe(prov)}")
     report.lines.append(f"{indent}  · config slice: {json.dumps(prov.get('config'), sort_keys=True)[:400]}")
+    if "best_step" in payload and "history" in payload:  # training summary
+        for line in training_summary_lines(payload):
+            report.lines.append(f"{indent}  · {line}")
+        log = job_log(path)
+        if log is not None and log.exists():
+            lines = len(log.read_text(encoding="utf-8", errors="replace").splitlines())
+            report.lines.append(f"{indent}  · training log: {log} ({lines} lines; written by the job, not hashed)")
     if "files" in payload and isinstance(payload["files"], dict):  # dataset manifest
         root = path.parent / "files"
         bad_before = len(report.problems)
@@ -121,13 +171,25 @@ def audit_cell(csv_path: Path, row: str, column: str) -> AuditReport:
     report = AuditReport()
     report.lines.append(f"{cell['table']} | {cell['row']} | {cell['column']}: value {cell['value'] or '–'}"
                         f" (std {cell['std'] or '–'}, n={cell['n']}), paper {cell['reported'] or '–'}")
-    if not cell["provenance"]:
+    entries = [e for e in cell["provenance"].split(";") if e]
+    papers = [e.removeprefix("paper=") for e in entries if e.startswith("paper=")]
+    candidates = [e.removeprefix("candidate=") for e in entries if e.startswith("candidate=")]
+    metrics = [e for e in entries if not e.startswith(("paper=", "candidate="))]
+    for where in papers:
+        report.lines.append(f"- paper: {cell['reported']} transcribed from {where} (src/sentrepro/tables/reported.yaml)")
+    if not metrics:
         report.lines.append("  reported-only cell: no metrics file (not run in this experiment)")
         return report
     seen: set[Path] = set()
-    for source in cell["provenance"].split(";"):
+    for source in metrics:
         path_text, _, digest = source.partition("#sha256=")
         path = Path(path_text)
         if _verify(path, digest, report, "- ", "metrics:"):
             _follow(path, report, 0, seen)
+    if candidates:
+        report.lines.append(f"- best of {len(candidates) + 1} seeds: the value above is the selected seed; "
+                            f"the others it was compared against:")
+    for source in candidates:
+        path_text, _, digest = source.partition("#sha256=")
+        _verify(Path(path_text), digest, report, "  - ", "compared:")
     return report

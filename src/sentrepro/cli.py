@@ -31,19 +31,71 @@ def cmd_check_config(args) -> int:
     return 0
 
 
-def cmd_download(args) -> int:
-    from sentrepro.data.prepare import download
+def _log_to_stderr() -> None:
+    """INFO log lines on stderr (the rule's log file): download progress, verification, staging."""
+    import logging
 
-    record = download(args.name, _spec(args.spec), Path(args.out_dir), progress=not args.quiet)
-    print(f"{args.name}: {record['file']} sha256 {record['sha256']} ({record['verification']})")
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s")
+
+
+def cmd_download(args) -> int:
+    from sentrepro.data.download import DownloadError, FetchSettings
+    from sentrepro.data.prepare import download
+    from sentrepro.data.sources import SourceError
+
+    _log_to_stderr()
+    try:
+        record = download(args.name, _spec(args.spec), Path(args.out_dir), progress=not args.quiet,
+                          settings=FetchSettings.from_environment(),
+                          fixtures_dir=Path(args.fixtures_dir) if args.fixtures_dir else None)
+    except (DownloadError, SourceError, ValueError) as exc:
+        print(f"download of source '{args.name}' FAILED: {exc}", file=sys.stderr)
+        return 1
+    for entry in record["files"]:
+        print(f"{args.name}: {entry['path']} sha256 {entry['sha256']} ({entry['verification']})")
+    return 0
+
+
+def cmd_fixture(args) -> int:
+    from sentrepro.data.fixtures import write_fixture
+
+    for path in write_fixture(args.name, Path(args.out_dir)):
+        print(f"fixture {args.name}: wrote {path}")
+    return 0
+
+
+def cmd_check_dataset(args) -> int:
+    from sentrepro.data.check import CHECKED, CheckConfigError, check_source, summary_lines
+    from sentrepro.data.records import CountMismatch, DataFormatError
+    from sentrepro.fsutil import atomic_write_json
+
+    try:
+        payload = check_source(args.name, _spec(args.spec), Path(args.manifest))
+    except (DataFormatError, CountMismatch, CheckConfigError, FileNotFoundError) as exc:
+        print(f"check of source '{args.name}' FAILED: {exc}", file=sys.stderr)
+        return 1
+    out = Path(args.out) if args.out else Path(args.manifest).with_name(CHECKED)
+    atomic_write_json(out, payload)
+    counts = "checked against the documented counts" if payload["counts_checked"] else \
+        f"NOT checked: {payload['counts_not_checked_because']}"
+    print(f"{args.name}: layout {payload['layout']}, text variant {payload['text_variant']}; counts {counts}")
+    for line in summary_lines(payload):
+        print(f"  {line}")
     return 0
 
 
 def cmd_prepare_dataset(args) -> int:
-    from sentrepro.data.prepare import prepare
+    from sentrepro.data.extract import ExtractError
+    from sentrepro.data.prepare import PinMismatch, prepare
+    from sentrepro.data.sources import SourceError
 
-    manifest = prepare(args.name, _spec(args.spec), Path(args.out_dir),
-                       Path(args.download_record) if args.download_record else None)
+    _log_to_stderr()
+    try:
+        manifest = prepare(args.name, _spec(args.spec), Path(args.out_dir),
+                           Path(args.download_record) if args.download_record else None)
+    except (ExtractError, PinMismatch, SourceError) as exc:
+        print(f"preparing source '{args.name}' FAILED: {exc}", file=sys.stderr)
+        return 1
     print(f"{args.name}: {len(manifest['files'])} files prepared")
     return 0
 
@@ -87,26 +139,55 @@ def cmd_train(args) -> int:
 
 
 def cmd_evaluate(args) -> int:
-    from sentrepro.runner import run_sts_evaluation
+    run_dir = Path(args.run_dir) if args.run_dir else None
+    if args.suite == "sts":
+        from sentrepro.runner import run_sts_evaluation
 
-    if args.suite != "sts":
-        raise SystemExit(f"unknown evaluation suite '{args.suite}'")
-    payload = run_sts_evaluation(_spec(args.spec), Path(args.run_dir) if args.run_dir else None,
-                                 Path(args.data_manifest), Path(args.out))
-    scores = ", ".join(f"{k} {v['reported']:.2f}" for k, v in payload["results"].items())
-    print(f"sts: {scores}")
+        payload = run_sts_evaluation(_spec(args.spec), run_dir, Path(args.data_manifest), Path(args.out))
+    else:
+        from sentrepro.evaluation.suites import run_suite
+
+        payload = run_suite(args.suite, _spec(args.spec), run_dir, Path(args.data_manifest), Path(args.out))
+    scores = ", ".join(f"{k} {v['reported']:.2f}" for k, v in payload["results"].items()
+                       if isinstance(v.get("reported"), (int, float)))
+    print(f"{args.suite}: {scores}")
+    return 0
+
+
+def cmd_figure(args) -> int:
+    from sentrepro.evaluation.figures import draw_figure
+
+    record = draw_figure(args.name, [Path(p) for p in args.metrics], Path(args.out_prefix), _spec(args.spec))
+    print(f"figure {args.name}: {len(record['runs'])} runs -> {args.out_prefix}.png/.pdf")
     return 0
 
 
 def cmd_table(args) -> int:
-    from sentrepro.tables.build import build_table, load_spec, write_table
+    from sentrepro.tables.build import build_table
+    from sentrepro.tables.render import write_outputs
+    from sentrepro.tables.spec import load_spec
 
     spec = load_spec(args.name)
     context = _spec(args.spec)
-    cells = build_table(spec, [Path(p) for p in args.metrics], context["backbones"],
-                        synthetic=context.get("synthetic", False))
-    write_table(spec, cells, Path(args.out_prefix), context["experiment"], context.get("synthetic", False))
-    print(f"table {args.name}: {len(cells)} cells -> {args.out_prefix}.md/.csv")
+    result = build_table(spec, [Path(p) for p in args.metrics], context["backbones"])
+    description = Path(args.description).read_text(encoding="utf-8") if args.description else ""
+    paths = write_outputs(result, Path(args.out_prefix), context["experiment"], description)
+    filled = sum(1 for c in result.cells if c.value is not None)
+    print(f"table {args.name}: {len(result.cells)} cells ({filled} with our numbers) -> "
+          + ", ".join(str(p) for p in paths))
+    return 0
+
+
+def cmd_cost(args) -> int:
+    from sentrepro.config import ConfigError, load_config
+    from sentrepro.cost import CostError, estimate, format_estimate
+
+    try:
+        config = load_config(*args.configfiles)
+        sys.stdout.write(format_estimate(estimate(config), list(args.configfiles)))
+    except (ConfigError, CostError) as exc:
+        print(exc, file=sys.stderr)
+        return 2
     return 0
 
 
@@ -123,6 +204,8 @@ def cmd_audit(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from sentrepro.evaluation.plan import FIGURES, SUITES
+
     parser = argparse.ArgumentParser(prog="sentrepro", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -130,12 +213,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("configfiles", nargs="+")
     p.set_defaults(func=cmd_check_config)
 
-    p = sub.add_parser("download", help="fetch a data source and verify its sha256")
+    p = sub.add_parser("download", help="fetch a data source and verify its sha256",
+                       epilog="retries: SENTREPRO_DOWNLOAD_RETRIES (5), SENTREPRO_DOWNLOAD_BACKOFF_S (1.0), "
+                              "SENTREPRO_DOWNLOAD_TIMEOUT_S (60)")
     p.add_argument("--name", required=True)
     p.add_argument("--spec", required=True, help="the source's config slice as JSON")
     p.add_argument("--out-dir", required=True)
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--fixtures-dir", default="", help="where fixture:// URLs point (<resources>/fixtures)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar or progress log lines")
     p.set_defaults(func=cmd_download)
+
+    p = sub.add_parser("fixture", help="write a synthetic fixture in its upstream format (offline demo)")
+    p.add_argument("name", help="generator: senteval, clustering or wos")
+    p.add_argument("--out-dir", required=True)
+    p.set_defaults(func=cmd_fixture)
+
+    p = sub.add_parser("check-dataset", help="parse a prepared source's data sets and check their counts")
+    p.add_argument("--name", required=True)
+    p.add_argument("--spec", required=True, help="the source's config slice as JSON")
+    p.add_argument("--manifest", required=True, help="the source's MANIFEST.json")
+    p.add_argument("--out", default="", help="where to write CHECKED.json (default: next to the manifest)")
+    p.set_defaults(func=cmd_check_dataset)
 
     p = sub.add_parser("prepare-dataset", help="extract/stage a source and write its manifest")
     p.add_argument("--name", required=True)
@@ -166,19 +264,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("evaluate", help="evaluate a run (or a frozen backbone) on a suite")
-    p.add_argument("suite", choices=["sts"])
+    p.add_argument("suite", choices=list(SUITES))
     p.add_argument("--spec", required=True)
     p.add_argument("--run-dir", default="")
-    p.add_argument("--data-manifest", required=True)
+    p.add_argument("--data-manifest", "--data", dest="data_manifest", required=True,
+                   help="the data source's MANIFEST.json (for anisotropy: the training corpus sentences file)")
     p.add_argument("--out", required=True)
     p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("figure", help="draw a paper figure (PNG + PDF) from one suite's metrics files")
+    p.add_argument("name", choices=list(FIGURES))
+    p.add_argument("--spec", required=True, help="figure context as JSON")
+    p.add_argument("--out-prefix", required=True)
+    p.add_argument("--metrics", nargs="+", required=True, help="metrics JSON files of the figure's suite")
+    p.set_defaults(func=cmd_figure)
 
     p = sub.add_parser("table", help="aggregate metrics files into a paper table")
     p.add_argument("name")
     p.add_argument("--spec", required=True, help="experiment context as JSON")
     p.add_argument("--out-prefix", required=True)
-    p.add_argument("--metrics", nargs="+", required=True, help="metrics JSON files")
+    p.add_argument("--metrics", nargs="*", default=[], help="metrics JSON files (none: reported numbers only)")
+    p.add_argument("--description", default="", help="the table's caption text (workflow/report/tables/<name>.rst)")
     p.set_defaults(func=cmd_table)
+
+    p = sub.add_parser("cost", help="count the jobs of a config and estimate its GPU-hours before running it")
+    p.add_argument("configfiles", nargs="+", help="config.yaml, then overlays")
+    p.set_defaults(func=cmd_cost)
 
     p = sub.add_parser("audit", help="trace a table cell back to raw data and verify every hash")
     p.add_argument("csv")

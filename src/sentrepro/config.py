@@ -101,6 +101,9 @@ def validate(config: dict) -> dict:
                 messages.append(f"config key '{key}': {error.message}")
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(messages))
     _check_references(config)
+    from sentrepro.evaluation.plan import check_plan  # suites, figures and their sources/runs filters
+
+    check_plan(config)
     return _with_defaults(config)
 
 
@@ -129,8 +132,37 @@ def _check_references(config: dict) -> None:
     sts_source = config.get("evaluation", {}).get("sts", {}).get("source")
     if sts_source is not None and sts_source not in sources:
         problems.append(f"evaluation.sts.source: unknown source '{sts_source}'")
+    problems += _data_source_problems(config)
     if problems:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))
+
+
+def _data_source_problems(config: dict) -> list[str]:
+    """Each source's ``check`` block is consistent, and the STS suite reads a checked source of its variant."""
+    from sentrepro.data.check import CheckConfigError, text_variant
+
+    problems = []
+    sources = config["data"]["sources"]
+    variants = {}
+    for name, spec in sources.items():
+        if spec["format"] == "files" and not spec.get("files"):
+            problems.append(f"data.sources.{name}.files: format 'files' needs the list of files")
+        if spec["format"] != "files" and spec.get("files"):
+            problems.append(f"data.sources.{name}.files: only a source of format 'files' lists files")
+        if spec.get("check"):
+            try:
+                variants[name] = text_variant(name, spec["check"])
+            except CheckConfigError as error:
+                problems.append(str(error))
+    sts = config.get("evaluation", {}).get("sts", {})
+    source, variant = sts.get("source"), sts.get("variant")
+    if source in sources and not sources[source].get("check"):
+        problems.append(f"evaluation.sts.source: source '{source}' has no 'check' block, so its data would be "
+                        "evaluated without being parsed and count-checked first")
+    elif source in variants and variant is not None and variants[source] not in (None, variant):
+        problems.append(f"evaluation.sts.variant: '{variant}', but source '{source}' holds the "
+                        f"'{variants[source]}' text (data.sources.{source}.check.text_variant)")
+    return problems
 
 
 def _with_defaults(config: dict) -> dict:
@@ -145,6 +177,8 @@ def _with_defaults(config: dict) -> dict:
     training.setdefault("precision", "auto")
     training.setdefault("attention", "eager")
     training.setdefault("checkpoint_every", 125)
+    training.setdefault("pin_memory", True)
+    training.setdefault("compile", False)
     training.setdefault("threads", None)
     config.setdefault("evaluation", {}).setdefault("batch_size", 128)
     return config
@@ -155,11 +189,13 @@ def _with_defaults(config: dict) -> dict:
 
 def runs(config: dict) -> list[Run]:
     """Every run of the matrix, deduplicated and sorted."""
+    from sentrepro.methods import kind_trains  # torch-heavy; only when runs are listed
+
     found: set[Run] = set()
     for block in config["matrix"]:
         for backbone in block["backbones"]:
             for method in block["methods"]:
-                if config["methods"][method]["kind"] == "frozen":
+                if not kind_trains(config["methods"][method]["kind"]):
                     found.add(Run(backbone, method, None))
                 else:
                     for seed in block["seeds"]:
@@ -197,15 +233,32 @@ def sts_slice(config: dict) -> dict:
 
 
 def source_slice(config: dict, name: str) -> dict:
-    """A data source's spec, with the local mirror applied when configured."""
-    spec = dict(config["data"]["sources"][name])
+    """A data source's spec, with the local mirror applied when configured.
+
+    The mirror replaces the network only: sources with pkg:// or fixture:// URLs are never
+    mirrored. A mirrored directory is staged as is (a multi-file source's pins are still checked
+    against the staged files); a mirrored file keeps the source's format and sha256 pin.
+    """
+    spec = copy.deepcopy(config["data"]["sources"][name])
     mirror = config["data"].get("mirror")
-    if mirror and spec.get("mirror_path"):
+    urls = [spec.get("url") or ""] + [entry.get("url") or "" for entry in spec.get("files") or []]
+    if mirror and spec.get("mirror_path") and any(_is_network_url(url) for url in urls):
         target = Path(mirror).expanduser().resolve() / spec["mirror_path"]
+        if target.is_dir():
+            spec["format"] = "directory"
+        elif not target.is_file():
+            raise ConfigError(f"data.mirror: {target} does not exist (data.sources.{name}.mirror_path is "
+                              f"'{spec['mirror_path']}'); stage source '{name}' there or unset data.mirror")
+        elif spec["format"] == "files":
+            raise ConfigError(f"data.sources.{name}.mirror_path: {target} is a file, but source '{name}' has "
+                              "several files; the mirror must hold them in a directory")
         spec["url"] = target.as_uri()
-        spec["format"] = "directory" if target.is_dir() else "file"
         spec["mirrored"] = True
     return spec
+
+
+def _is_network_url(url: str) -> bool:
+    return url.split(":", 1)[0].lower() in ("http", "https")
 
 
 # --- code fingerprints ----------------------------------------------------------------------------

@@ -43,4 +43,4 @@ def encode_sentences(method: Method, model: SentenceModel, sentences: list[str],
         model.train(was_training)
     table = np.concatenate(vectors) if vectors else np.zeros((0, model.hidden_size), dtype=np.float32)
     index = {sentence: row for row, sentence in enumerate(unique)}
-    return table[[index[s] for s in sentences]]
+    return method.transform_embeddings(table[[index[s] for s in sentences]], purpose)

@@ -4,7 +4,7 @@ The papers trained with transformers 4.2.1's own ``AdamW``: ``eps`` is added to 
 the bias correction and the bias correction is folded into the step size (4.2.1
 optimization.py:347-355). ``torch.optim.AdamW`` places eps differently, a source of small drift, so
 both are offered (config ``optimizer: hf-adamw-4.2.1 | torch-adamw``). Schedule: linear decay to 0
-with optional warmup (HF ``get_linear_schedule_with_warmup``).
+with optional warmup (HF ``get_linear_schedule_with_warmup``), or constant (config ``schedule``).
 """
 
 from __future__ import annotations
@@ -72,3 +72,20 @@ def linear_schedule_factor(step: int, total_steps: int, warmup_steps: int = 0) -
 
 def linear_schedule(optimizer: Optimizer, total_steps: int, warmup_steps: int = 0) -> LambdaLR:
     return LambdaLR(optimizer, lambda step: linear_schedule_factor(step, total_steps, warmup_steps))
+
+
+def constant_schedule_factor(step: int, warmup_steps: int = 0) -> float:
+    """Multiplier of the base lr after ``step`` steps: linear warmup, then the base lr throughout."""
+    return step / warmup_steps if step < warmup_steps else 1.0
+
+
+SCHEDULES = ("linear", "constant")
+
+
+def build_schedule(name: str, optimizer: Optimizer, total_steps: int, warmup_steps: int = 0) -> LambdaLR:
+    """``linear`` (decay to 0, the HF default) or ``constant`` (MoCoUTRL's release, see methods/mocoutrl.py)."""
+    if name == "linear":
+        return linear_schedule(optimizer, total_steps, warmup_steps)
+    if name == "constant":
+        return LambdaLR(optimizer, lambda step: constant_schedule_factor(step, warmup_steps))
+    raise ValueError(f"unknown schedule '{name}' (known: {', '.join(SCHEDULES)})")

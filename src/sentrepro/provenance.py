@@ -3,8 +3,8 @@
 Every JSON the workflow writes (dataset manifest, tokenized corpus, training summary, metrics file)
 carries a ``provenance`` block: its inputs with sha256, the resolved config slice, seed, code
 version (git commit + dirty flag + package version), library versions, device, precision, wall
-time, host and SLURM job id. Inputs that are themselves provenance-carrying JSON files are followed
-by ``audit`` down to the raw downloads.
+time, host, SLURM job id and the job's CUDA_VISIBLE_DEVICES. Inputs that are themselves
+provenance-carrying JSON files are followed by ``audit`` down to the raw downloads.
 """
 
 from __future__ import annotations
@@ -108,5 +108,7 @@ class Provenance:
             "wall_seconds": round(end - self._start, 3),
             "host": socket.gethostname(),
             "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
+            # The GPUs SLURM (or the user) gave the job; None when none were assigned.
+            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
             **self.extra,
         }

@@ -17,7 +17,7 @@ from sentrepro.encoding import encode_sentences
 from sentrepro.evaluation.sts import cosine_rows, correlations
 from sentrepro.config import canonical_json
 from sentrepro.fsutil import atomic_write_json, read_json, sha256_bytes
-from sentrepro.methods import build_method
+from sentrepro.methods import build_method, kind_trains
 from sentrepro.methods.base import Method, SentenceModel
 from sentrepro.provenance import Provenance
 from sentrepro.tokenize import TokenizedCorpus
@@ -85,7 +85,7 @@ def run_training(spec: dict, tokenized_dir: Path, dev_manifest: Path, run_dir: P
                            dropout=params.get("dropout"))
     method = build_method(method_spec["kind"], params, backbone["family"], tokenizer)
     model = method.build_model(encoder)
-    corpus = TokenizedCorpus.open(tokenized_dir)
+    corpus = method.training_items(TokenizedCorpus.open(tokenized_dir), seed)
     settings = TrainSettings.from_params(params, training, device, precision)
     scorer = stsb_dev_scorer(method, read_sts_benchmark(dev_file), 128, device, precision)
     meta = {"kind": method_spec["kind"], "family": backbone["family"], "params": params, "seed": seed}
@@ -107,7 +107,8 @@ def load_for_eval(spec: dict, run_dir: Path | None) -> tuple[Method, SentenceMod
     """The method and model to evaluate: the best checkpoint of a run, or the frozen backbone."""
     backbone, method_spec = spec["backbone"], spec["method"]
     attention = spec.get("attention", "eager")
-    if method_spec["kind"] == "frozen":
+    trained = kind_trains(method_spec["kind"])
+    if not trained:
         source = backbone["model"]
         files = model_files(source)
     else:
@@ -117,7 +118,7 @@ def load_for_eval(spec: dict, run_dir: Path | None) -> tuple[Method, SentenceMod
     encoder = load_encoder(source, backbone["family"], attention=attention)
     method = build_method(method_spec["kind"], method_spec["params"], backbone["family"], tokenizer)
     model = method.build_model(encoder)
-    if method_spec["kind"] != "frozen":
+    if trained:
         model.load_extras(Path(source))
     return method, model, files
 

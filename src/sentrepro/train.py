@@ -56,16 +56,19 @@ class TrainSettings:
     sync_every: int = 50  # steps between host transfers of the loss (NaN check, log)
     schedule: str = "linear"
     shuffle: bool = True
+    pin_memory: bool = True  # page-locked host batches (CUDA only): a truly asynchronous host-to-device copy
+    compile: bool = False  # torch.compile of the encoder (in place: state_dict keys and checkpoints unchanged)
 
     @classmethod
     def from_params(cls, params: dict, training: dict, device: str, precision: str) -> "TrainSettings":
         return cls(batch_size=params["batch_size"], lr=params["lr"], epochs=params.get("epochs", 1),
                    max_steps=params.get("max_steps"), eval_steps=params.get("eval_steps", 125),
-                   checkpoint_every=training.get("checkpoint_every", 125),
+                   checkpoint_every=params.get("checkpoint_every", training.get("checkpoint_every", 125)),
                    optimizer=params.get("optimizer", "hf-adamw-4.2.1"),
                    weight_decay=params.get("weight_decay", 0.0), max_grad_norm=params.get("max_grad_norm", 1.0),
                    warmup_steps=params.get("warmup_steps", 0), precision=precision, device=device,
-                   schedule=params.get("schedule", "linear"), shuffle=params.get("shuffle", True))
+                   schedule=params.get("schedule", "linear"), shuffle=params.get("shuffle", True),
+                   pin_memory=training.get("pin_memory", True), compile=training.get("compile", False))
 
 
 def seed_everything(seed: int) -> None:
@@ -113,6 +116,75 @@ def _make_scaler(device: torch.device, precision: str):
     return None
 
 
+def pins_memory(settings: TrainSettings, device: torch.device) -> bool:
+    """Pinned host batches only help (and only exist) with a CUDA device."""
+    return settings.pin_memory and device.type == "cuda"
+
+
+def device_batch(method: Method, items: list, device: torch.device, pin_memory: bool) -> dict[str, torch.Tensor]:
+    """Collate training items on the host and start their copy to ``device``.
+
+    From pageable memory a CUDA copy first waits for the device to finish its queued work (a hidden
+    host-device sync every step); from pinned memory ``non_blocking`` makes it asynchronous, so the
+    host can build the next batch while the device computes this one.
+    """
+    batch = method.collate(items)
+    if pin_memory:
+        batch = {k: v.pin_memory() for k, v in batch.items()}
+    return {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+
+
+@dataclass
+class Optimization:
+    """What one optimizer step needs besides the model and the batch."""
+
+    params: list[torch.nn.Parameter]
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler
+    scaler: torch.amp.GradScaler | None
+
+
+def build_optimization(method: Method, model: SentenceModel, settings: TrainSettings, steps: int,
+                       device: torch.device) -> Optimization:
+    """Optimizer (fused on CUDA where the kind offers it), schedule over ``steps``, fp16 loss scaler."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = build_optimizer(settings.optimizer, params, settings.lr, settings.weight_decay,
+                                fused=device.type == "cuda")
+    scheduler = build_schedule(settings.schedule, optimizer, steps, settings.warmup_steps)
+    scaler = _make_scaler(device, settings.precision)
+    if scaler is not None and not method.reset_grads:
+        raise ValueError(f"{method.kind} keeps gradients across steps (no zero_grad), which fp16 loss scaling would "
+                         "unscale again at every step: set training.precision to bf16 or fp32")
+    return Optimization(params, optimizer, scheduler, scaler)
+
+
+def optimizer_step(method: Method, model: SentenceModel, batch: dict[str, torch.Tensor], opt: Optimization,
+                   settings: TrainSettings, device: torch.device, step: int) -> torch.Tensor:
+    """One training step (0-based ``step``): loss under autocast, backward, clip, update, method hook.
+
+    Returns the detached loss, left on the device: reading it is the caller's (batched) business.
+    """
+    with autocast_context(device, settings.precision):
+        loss = method.loss(model, batch)
+    if opt.scaler is not None:
+        opt.scaler.scale(loss).backward()
+        opt.scaler.unscale_(opt.optimizer)
+    else:
+        loss.backward()
+    if settings.max_grad_norm:
+        torch.nn.utils.clip_grad_norm_(opt.params, settings.max_grad_norm)
+    if opt.scaler is not None:
+        opt.scaler.step(opt.optimizer)
+        opt.scaler.update()
+    else:
+        opt.optimizer.step()
+    opt.scheduler.step()
+    method.after_step(model, step + 1)
+    if method.reset_grads:
+        opt.optimizer.zero_grad(set_to_none=True)
+    return loss.detach()
+
+
 def train(method: Method, model: SentenceModel, corpus: TokenizedCorpus, run_dir: Path, settings: TrainSettings,
           seed: int, dev_score: Callable[[SentenceModel], float], *, save_meta: dict,
           log: Callable[[str], None] = print, stop_after: int | None = None, resume_key: str = "") -> dict:
@@ -127,13 +199,13 @@ def train(method: Method, model: SentenceModel, corpus: TokenizedCorpus, run_dir
     run_dir = Path(run_dir)
     device = torch.device(settings.device)
     model.to(device)
+    if settings.compile:
+        model.encoder.compile()
+    pin_memory = pins_memory(settings, device)
     n = len(corpus)
     steps = total_steps(n, settings)
-    params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = build_optimizer(settings.optimizer, params, settings.lr, settings.weight_decay,
-                                fused=device.type == "cuda")
-    scheduler = build_schedule(settings.schedule, optimizer, steps, settings.warmup_steps)
-    scaler = _make_scaler(device, settings.precision)
+    opt = build_optimization(method, model, settings, steps, device)
+    params, optimizer, scheduler, scaler = opt.params, opt.optimizer, opt.scheduler, opt.scaler
 
     state = {"step": 0, "best_score": None, "best_step": None, "history": [], "losses": [],
              "resume_key": resume_key}
@@ -198,26 +270,8 @@ def train(method: Method, model: SentenceModel, corpus: TokenizedCorpus, run_dir
         if stop_after is not None and step >= stop_after:
             return {"interrupted_at": step}
         indices = batch_indices(step, n, settings, seed)
-        batch = {k: v.to(device, non_blocking=True) for k, v in method.collate([corpus[int(i)] for i in indices]).items()}
-        with autocast_context(device, settings.precision):
-            loss = method.loss(model, batch)
-        if scaler is not None:
-            scaler.scale(loss).backward()
-            scaler.unscale_(optimizer)
-        else:
-            loss.backward()
-        if settings.max_grad_norm:
-            torch.nn.utils.clip_grad_norm_(params, settings.max_grad_norm)
-        if scaler is not None:
-            scaler.step(optimizer)
-            scaler.update()
-        else:
-            optimizer.step()
-        scheduler.step()
-        method.after_step(model, step + 1)
-        if method.reset_grads:
-            optimizer.zero_grad(set_to_none=True)
-        pending.append(loss.detach())
+        batch = device_batch(method, [corpus[int(i)] for i in indices], device, pin_memory)
+        pending.append(optimizer_step(method, model, batch, opt, settings, device, step))
         state["step"] = step + 1
         at_eval = state["step"] % settings.eval_steps == 0
         at_checkpoint = state["step"] % settings.checkpoint_every == 0
@@ -245,6 +299,8 @@ def train(method: Method, model: SentenceModel, corpus: TokenizedCorpus, run_dir
         "resumed_from": resumed_from,
         "train_seconds_this_job": round(time.time() - started, 3),
         "sentences": n,
+        "pinned_memory": pin_memory,
+        "compiled": settings.compile,
     }
 
 

@@ -60,6 +60,11 @@ DEFAULT_FAKE_GPUS = 2
 # squeue-based status polling in snakemake-executor-plugin-slurm needs MinJobAge >= 3 x its init interval;
 # 300 s is also how long finished jobs stay visible to squeue for the tests' checks.
 MIN_JOB_AGE_S = 300
+# A requeued job may start again only after the job credential lifetime has passed (SLURM's default
+# is 120 s, its minimum 5 s), and then waits for the next scheduling pass (every 30-60 s by default):
+# both short, so that the tests' requeued training job restarts within seconds.
+CRED_EXPIRE_S = 10
+SCHEDULER_INTERVAL_S = 2
 DEF_MEM_PER_CPU_MB = 500
 READY_NODE_STATES = frozenset({"idle", "mix", "mixed", "alloc", "allocated", "comp", "completing"})
 
@@ -169,6 +174,7 @@ def render_slurm_conf(spec: ClusterSpec) -> str:
         f"SlurmctldHost={NODE_NAME}",
         "SlurmUser=root",
         "AuthType=auth/munge",
+        f"AuthInfo=cred_expire={CRED_EXPIRE_S}",
         "CredType=cred/munge",
         "MpiDefault=none",
         "ProctrackType=proctrack/linuxproc",
@@ -182,6 +188,7 @@ def render_slurm_conf(spec: ClusterSpec) -> str:
         f"SlurmctldLogFile={spec.log_dir / 'slurmctld.log'}",
         f"SlurmdLogFile={spec.log_dir / 'slurmd.log'}",
         "SchedulerType=sched/backfill",
+        f"SchedulerParameters=sched_interval={SCHEDULER_INTERVAL_S},bf_interval={SCHEDULER_INTERVAL_S}",
         "SelectType=select/cons_tres",
         "SelectTypeParameters=CR_Core_Memory",
         f"DefMemPerCPU={DEF_MEM_PER_CPU_MB}",

@@ -52,6 +52,6 @@ def wall_times(request) -> dict[str, float]:
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     times = config.stash.get(WALL_TIMES, {})
     if times:
-        terminalreporter.section("mini workflow wall time")
+        terminalreporter.section("workflow wall times (tests/slurm)")
         for label, seconds in times.items():
             terminalreporter.write_line(f"{label}: {seconds:.1f} s")

@@ -140,7 +140,8 @@ def test_profile_without_site_settings_leaves_choice_to_the_cluster(monkeypatch)
     profile = load_profile(SLURM_PROFILE)
     assert profile["executor"] == "slurm"
     assert profile["slurm-status-command"] == "squeue"
-    assert not [entry for entry in profile["default-resources"] if entry.startswith("slurm_")]
+    assert not [entry for entry in profile["default-resources"]
+                if entry.startswith(("slurm_partition", "slurm_account"))]
     assert "set-resources" not in profile
     # squeue polling is only used while MinJobAge >= 3 x the first polling interval.
     assert 3 * int(profile["slurm-init-seconds-before-status-checks"]) <= SLURM_DEFAULT_MIN_JOB_AGE_S

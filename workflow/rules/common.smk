@@ -17,7 +17,7 @@ from sentrepro.config import (
     train_slice,
     validate,
 )
-from sentrepro.methods import method_modules
+from sentrepro.methods import kind_training_corpus, kind_trains, method_modules
 
 try:
     _validated = validate(config)
@@ -67,6 +67,27 @@ def tokenized_record(backbone: str) -> str:
     return f"{RES}/tokenized/{tokenizer}/{config['corpus']['name']}/tokenized.json"
 
 
+VIEWS_SUFFIX = "-views"  # MoCoUTRL's views of corpus C are the corpus "C-views" (workflow/rules/views.smk)
+
+
+def views_spec() -> dict:
+    """The config's views section, checked when a run needs it."""
+    spec = config.get("views")
+    if spec is None:
+        raise WorkflowError("a method in the matrix trains on views (MoCoUTRL) but config.yaml has no 'views' section")
+    if spec["wordnet_source"] not in config["data"]["sources"]:
+        raise WorkflowError(f"views.wordnet_source: unknown source '{spec['wordnet_source']}'")
+    return spec
+
+
+def training_tokenized_record(backbone: str, method: str) -> str:
+    """The tokenized corpus a run trains on: the corpus itself, or its views for methods trained on views."""
+    if kind_training_corpus(method_kind(method)) != "views":
+        return tokenized_record(backbone)
+    tokenizer = config["backbones"][backbone]["tokenizer"]
+    return f"{RES}/tokenized/{tokenizer}/{config['corpus']['name']}{VIEWS_SUFFIX}/tokenized.json"
+
+
 def run_dir(run: Run) -> str:
     return f"{EXP}/runs/{run.path}"
 
@@ -95,8 +116,78 @@ def download_record_for(w):
     return [f"{RES}/downloads/{w.source}/download.json"] if spec["format"] != "directory" else []
 
 
+# --- data checks and fixtures (workflow/rules/data.smk) --------------------------------------
+FIXTURES = f"{RES}/fixtures"
+
+
+def checked(source: str) -> str:
+    """CHECKED.json of a source: every rule that reads evaluation data takes it as an input."""
+    if not config["data"]["sources"][source].get("check"):
+        raise WorkflowError(f"data.sources.{source} has no 'check' block; evaluation data must be checked")
+    return f"{RES}/data/{source}/CHECKED.json"
+
+
+def checked_targets() -> list[str]:
+    """CHECKED.json of every source that declares its data sets: all of them are verified."""
+    return [checked(name) for name, spec in sorted(config["data"]["sources"].items()) if spec.get("check")]
+
+
+def suite_checked(w):
+    """CHECKED.json of the source a suite or analysis reads (none for the training corpus)."""
+    source = suite_source(config, w.suite)
+    return [checked(source)] if source else []
+
+
+def fixture_inputs(w):
+    """The fixture directories a source's fixture:// URLs point into (their rule runs first)."""
+    from sentrepro.data.prepare import source_files
+    from sentrepro.data.sources import fixture_generator
+
+    spec = source_slice(config, w.source)
+    if spec["format"] == "directory":
+        return []
+    generators = {fixture_generator(item.url) for item in source_files(w.source, spec)}
+    return sorted(f"{FIXTURES}/{name}" for name in generators if name)
+
+
+def fixture_code(w):
+    from sentrepro.data.fixtures import GENERATOR_MODULES
+
+    return code_fingerprint(GENERATOR_MODULES[w.generator])
+
+
 def train_resource(name, default):
     return lambda w: config["backbones"][w.backbone].get("resources", {}).get(name, default)
+
+
+# --- SLURM site settings of GPU jobs (profiles/slurm/README.md) -------------------------------
+# The profile sets the partition and account of every job from SENTREPRO_SLURM_*; only a rule knows
+# whether its job asks for GPUs, so GPU-capable rules pick the GPU partition and model here. A
+# resource that evaluates to None is left out of the sbatch call (the cluster's default applies).
+import os
+
+
+def _slurm_site(name: str) -> str:
+    """SENTREPRO_SLURM_<name>, stripped; empty when unset."""
+    return os.environ.get(f"SENTREPRO_SLURM_{name}", "").strip()
+
+
+def gpu_partition(gpus):
+    """The slurm_partition resource for jobs asking for ``gpus(wildcards)`` GPUs. GPU jobs get the
+    site's GPU partition when it names one, other jobs the site's partition; None = cluster default."""
+
+    def partition(wildcards):
+        if gpus(wildcards) > 0 and _slurm_site("GPU_PARTITION"):
+            return _slurm_site("GPU_PARTITION")
+        return _slurm_site("PARTITION") or None
+
+    return partition
+
+
+def gpu_model(gpus):
+    """The gpu_model resource (sbatch --gpus=<model>:<n>) for jobs asking for ``gpus(wildcards)``
+    GPUs. The site's GPU type, for GPU jobs only: a model alone makes the plugin request a GPU."""
+    return lambda wildcards: (_slurm_site("GPU_MODEL") or None) if gpus(wildcards) > 0 else None
 
 
 def eval_spec(w, suite_slice):
@@ -113,7 +204,7 @@ def eval_spec(w, suite_slice):
 
 
 def trained_run(w):
-    if method_kind(w.method) == "frozen":
+    if not kind_trains(method_kind(w.method)):
         return []
     return [f"{EXP}/runs/{w.backbone}/{w.method}/{w.run}/train.json"]
 
@@ -124,3 +215,128 @@ def table_context():
         "backbones": {n: {"stands_in_for": b.get("stands_in_for", n)} for n, b in config["backbones"].items()},
         "synthetic": any_synthetic(),
     }
+
+
+# --- evaluation suites beyond STS, analyses and figures (workflow/rules/suites.smk) -----------
+from sentrepro.evaluation.plan import (
+    ANALYSIS_SUITES,
+    FIGURE_MODULES,
+    PROTOCOL_SUITES,
+    SUITE_MODULES,
+    drawable_figures,
+    enabled_suites,
+    source_is_synthetic,
+    suite_resources,
+    suite_runs,
+    suite_settings,
+    suite_source,
+)
+
+PROTOCOL_SUITE_RE = "|".join(PROTOCOL_SUITES)
+ANALYSIS_SUITE_RE = "|".join(ANALYSIS_SUITES)
+
+
+def corpus_sentences_file() -> str:
+    return f"{RES}/corpus/{config['corpus']['name']}/sentences.txt"
+
+
+def suite_targets() -> list[str]:
+    """Every (run, suite) metrics file of evaluation.suites, each suite narrowed by its `runs` filter."""
+    return [metrics_file(run, suite) for suite in enabled_suites(config) for run in suite_runs(config, suite)]
+
+
+def figure_targets() -> list[str]:
+    return [f"{EXP}/figures/{name}.{ext}" for name in drawable_figures(config) for ext in ("png", "pdf")]
+
+
+def suite_spec(w):
+    run = run_of(w)
+    source = suite_source(config, w.suite)
+    synthetic = source_is_synthetic(config, source if source else config["corpus"]["source"])
+    return spec_json({
+        "run": {"backbone": run.backbone, "method": run.method, "seed": run.seed},
+        "backbone": backbone_slice(config, run.backbone),
+        "method": {"kind": method_kind(run.method), "params": train_slice(config, run)["method"]["params"]},
+        "seed": run.seed,
+        "attention": config["training"]["attention"],
+        "suite": w.suite,
+        "source": source or config["corpus"]["source"],
+        "synthetic": synthetic,
+        "settings": suite_settings(config, w.suite),
+    })
+
+
+def suite_data(w):
+    source = suite_source(config, w.suite)
+    return manifest(source) if source else corpus_sentences_file()
+
+
+def suite_code(w):
+    return code_fingerprint(method_modules(method_kind(w.method)) + SUITE_MODULES[w.suite])
+
+
+def suite_resource(name, default):
+    return lambda w: suite_resources(config, w.suite).get(name, default)
+
+
+def figure_metrics(w):
+    return [metrics_file(run, w.figure) for run in suite_runs(config, w.figure)]
+
+
+def figure_context():
+    return {
+        "experiment": config["experiment"],
+        "stands_in": {n: primary_stand_in(n, b) for n, b in config["backbones"].items()},
+    }
+
+
+# --- paper tables and the report (workflow/rules/report.smk; sentrepro.tables) ------------
+from sentrepro.tables.plan import table_inputs
+from sentrepro.tables.spec import load_spec as load_table_spec
+
+REPORT_DIR = Path(workflow.basedir) / "workflow" / "report"
+
+
+def suite_runs_if_enabled(suite):
+    """Runs that get ``suite``: STS always (rule evaluate_sts), other suites when enabled."""
+    if suite != "sts" and suite not in enabled_suites(config):
+        return []
+    return suite_runs(config, suite)
+
+
+def table_metrics(w):
+    """The metrics files one table reads (its spec's cells x the runs the evaluation plan produces)."""
+    spec = load_table_spec(w.table)
+    pairs = table_inputs(spec, RUNS, config["backbones"], suite_runs_if_enabled)
+    return [metrics_file(run, suite) for run, suite in pairs]
+
+
+def table_description(w):
+    return str(REPORT_DIR / "tables" / f"{w.table}.rst")
+
+
+def table_description_text(w):
+    return Path(table_description(w)).read_text(encoding="utf-8")
+
+
+def table_code(w):
+    return code_fingerprint(["tables", "tables/reported.yaml", f"tables/specs/{w.table}.yaml", "fsutil.py"])
+
+
+def table_paper(w):
+    return load_table_spec(w.table)["paper"]
+
+
+# The paper each figure of evaluation.figures reproduces (the report groups figures by paper).
+FIGURE_PAPERS = {"cosine_gold": "ConPVP", "token_removal": "ConPVP", "tsne": "ConPVP", "fewshot": "ConPVP",
+                 "align_uniform": "MoCoUTRL", "anisotropy": "PromptBERT"}
+
+
+def figure_paper(w):
+    return FIGURE_PAPERS.get(w.figure, "Other analyses")
+
+
+def primary_stand_in(name, backbone):
+    """The paper backbone a demo backbone is labelled as in figures (the first of a list)."""
+    value = backbone.get("stands_in_for", name)
+    return value if isinstance(value, str) else value[0]

@@ -1,20 +1,40 @@
-# Data: download (sha256-pinned, resumable) -> prepare (extract / stage, manifest) -> corpus.
+# Data: download (sha256-pinned, resumable) -> prepare (extract / stage, manifest) -> check (parse every
+# data set, documented counts: CHECKED.json, which every evaluation rule takes as input) -> corpus.
 # Local rules: they need the network (or the mirror) and run on the login node, never via sbatch.
+# Synthetic fixtures (offline demo) are written by `fixture` and enter through fixture:// URLs.
+
+
+rule fixture:
+    output:
+        directory(f"{FIXTURES}/{{generator}}"),
+    wildcard_constraints:
+        generator="senteval|clustering|wos",
+    params:
+        code=fixture_code,
+    conda:
+        "../../envs/data.yaml"
+    log:
+        f"{RES}/logs/fixture/{{generator}}.log",
+    shell:
+        "sentrepro fixture {wildcards.generator} --out-dir {output:q} > {log:q} 2>&1"
 
 
 rule download:
+    input:
+        fixture_inputs,
     output:
         f"{RES}/downloads/{{source}}/download.json",
     params:
         spec=lambda w: spec_json(source_slice(config, w.source)),
         code=code_fingerprint(["data/download.py", "data/sources.py", "data/prepare.py"]),
+        fixtures=FIXTURES,
     conda:
         "../../envs/data.yaml"
     log:
         f"{RES}/logs/download/{{source}}.log",
     shell:
         "sentrepro download --name {wildcards.source} --spec {params.spec:q} "
-        "--out-dir $(dirname {output}) --quiet > {log:q} 2>&1"
+        "--out-dir $(dirname {output}) --fixtures-dir {params.fixtures:q} > {log:q} 2>&1"
 
 
 rule prepare_dataset:
@@ -33,6 +53,24 @@ rule prepare_dataset:
     shell:
         "sentrepro prepare-dataset --name {wildcards.source} --spec {params.spec:q} "
         "--out-dir $(dirname {output}) --download-record={params.record:q} > {log:q} 2>&1"
+
+
+rule check_dataset:
+    input:
+        lambda w: manifest(w.source),
+    output:
+        f"{RES}/data/{{source}}/CHECKED.json",
+    params:
+        spec=lambda w: spec_json(source_slice(config, w.source)),
+        code=code_fingerprint(["data/check.py", "data/sts.py", "data/transfer.py", "data/clustering.py",
+                               "data/wos.py", "data/records.py", "data/counts.py"]),
+    conda:
+        "../../envs/data.yaml"
+    log:
+        f"{RES}/logs/check_dataset/{{source}}.log",
+    shell:
+        "sentrepro check-dataset --name {wildcards.source} --spec {params.spec:q} --manifest {input:q} "
+        "--out {output:q} > {log:q} 2>&1"
 
 
 rule prepare_corpus:

@@ -5,6 +5,7 @@ rule evaluate_sts:
     input:
         run=trained_run,
         data=lambda w: manifest(config["evaluation"]["sts"]["source"]),
+        checked=lambda w: checked(config["evaluation"]["sts"]["source"]),
     output:
         f"{EXP}/metrics/{{backbone}}/{{method}}/{{run}}/sts.json",
     params:
@@ -16,6 +17,10 @@ rule evaluate_sts:
         mem_mb=8000,
         runtime=30,
         cpus_per_task=2,
+    # CPU-only and short: on SLURM several run in one job (profiles/slurm: group-components), so a
+    # job's scheduling overhead does not dominate. Local runs ignore groups.
+    group:
+        "evaluate"
     conda:
         "../../envs/evaluate.yaml"
     log:

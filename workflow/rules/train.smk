@@ -4,7 +4,7 @@
 
 rule train:
     input:
-        tokenized=lambda w: tokenized_record(w.backbone),
+        tokenized=lambda w: training_tokenized_record(w.backbone, w.method),
         dev=lambda w: manifest(config["training"]["dev_source"]),
     output:
         f"{EXP}/runs/{{backbone}}/{{method}}/{{run}}/train.json",
@@ -13,6 +13,8 @@ rule train:
         code=lambda w: code_fingerprint(method_modules(method_kind(w.method))),
     resources:
         gpu=train_resource("gpu", 0),
+        slurm_partition=gpu_partition(train_resource("gpu", 0)),
+        gpu_model=gpu_model(train_resource("gpu", 0)),
         mem_mb=train_resource("mem_mb", 8000),
         runtime=train_resource("runtime", 60),
         cpus_per_task=train_resource("cpus_per_task", 2),

@@ -15,6 +15,12 @@ docs/users-and-style.md, "Broken data-download links"). Here every download
 
 The partial file has a fixed name rather than a random temporary one (as ``fsutil.atomic_path``
 would give) because a later call must find it again to resume it.
+
+Progress goes to a tqdm bar on an interactive terminal and otherwise to log lines (at most one
+every ``PROGRESS_LOG_INTERVAL_S`` seconds, plus a summary line), so a workflow log shows how far a
+large download got. Retry settings are operational, not part of any result: ``FetchSettings``
+reads them from the environment (``SENTREPRO_DOWNLOAD_RETRIES``, ``SENTREPRO_DOWNLOAD_BACKOFF_S``,
+``SENTREPRO_DOWNLOAD_TIMEOUT_S``) so changing them never reruns a workflow job.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ LOG = logging.getLogger(__name__)
 
 VERIFIED_BY_PIN = "pinned"
 TRUST_ON_FIRST_USE = "trust-on-first-use"
+PROGRESS_LOG_INTERVAL_S = 15.0
 
 # Network-level failures worth another attempt. Errors raised while *writing* the partial file
 # (disk full, permissions) are deliberately not in this list: retrying cannot fix them.
@@ -72,6 +79,40 @@ class FetchResult:
     bytes: int
     verification: str  # "pinned" or "trust-on-first-use"
     resumed: bool  # True if an earlier partial download was continued
+
+
+@dataclass(frozen=True)
+class FetchSettings:
+    """How hard ``fetch`` tries: extra attempts, first backoff delay, socket timeout (seconds)."""
+
+    retries: int = 5
+    backoff_s: float = 1.0
+    timeout_s: float = 60.0
+
+    ENV = {"retries": "SENTREPRO_DOWNLOAD_RETRIES", "backoff_s": "SENTREPRO_DOWNLOAD_BACKOFF_S",
+           "timeout_s": "SENTREPRO_DOWNLOAD_TIMEOUT_S"}
+
+    @classmethod
+    def from_environment(cls, environ: dict[str, str] | None = None) -> "FetchSettings":
+        """Defaults overridden by the ``SENTREPRO_DOWNLOAD_*`` variables that are set."""
+        environ = os.environ if environ is None else environ
+        values: dict[str, float | int] = {}
+        for name, variable in cls.ENV.items():
+            text = environ.get(variable)
+            if text is None or text.strip() == "":
+                continue
+            kind = int if name == "retries" else float
+            try:
+                value = kind(text)
+            except ValueError:
+                raise DownloadError(f"{variable}={text!r} is not a valid {kind.__name__}") from None
+            if value < 0:
+                raise DownloadError(f"{variable}={text!r} must not be negative")
+            values[name] = value
+        return cls(**values)
+
+    def as_kwargs(self) -> dict[str, float | int]:
+        return {"retries": self.retries, "backoff_s": self.backoff_s, "timeout_s": self.timeout_s}
 
 
 class _TransientFailure(Exception):
@@ -122,8 +163,11 @@ def fetch(
 
     existing = _reuse_existing(url, dest, expected)
     if existing is not None:
+        LOG.info("%s is already here (sha256 %s, %s); not fetched again", dest, existing.sha256,
+                 existing.verification)
         return existing
 
+    LOG.info("fetching %s -> %s", url, dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     scheme = urlparse(url).scheme.lower()
     if scheme in ("http", "https"):
@@ -139,6 +183,8 @@ def fetch(
     os.replace(partial_path(dest), dest)
     if verification == TRUST_ON_FIRST_USE:
         LOG.warning("no sha256 pinned for %s; trust on first use, recorded sha256 %s for %s", url, actual, dest)
+    else:
+        LOG.info("%s: sha256 %s matches the pin", dest, actual)
     return FetchResult(dest, url, actual, dest.stat().st_size, verification, resumed)
 
 
@@ -288,6 +334,7 @@ def _stream_to_file(response: requests.Response, part: Path, *, append: bool, of
     """
     written = 0
     show_bar = progress and sys.stderr.isatty()
+    log = ProgressLog(label, offset, total) if progress and not show_bar else None
     with open(part, "ab" if append else "wb") as handle, tqdm(
         total=total, initial=offset, unit="B", unit_scale=True, unit_divisor=1024,
         desc=label, file=sys.stderr, disable=not show_bar,
@@ -298,8 +345,52 @@ def _stream_to_file(response: requests.Response, part: Path, *, append: bool, of
             handle.flush()
             written += len(chunk)
             bar.update(len(chunk))
+            if log:
+                log.update(len(chunk))
         os.fsync(handle.fileno())
+    if log:
+        log.finish()
     return written
+
+
+class ProgressLog:
+    """Download progress as log lines, for runs whose stderr is a log file rather than a terminal.
+
+    ``update`` logs at most once every ``interval_s`` seconds; ``finish`` always logs a summary.
+    """
+
+    def __init__(self, label: str, offset: int, total: int | None, interval_s: float = PROGRESS_LOG_INTERVAL_S,
+                 clock=time.monotonic) -> None:
+        self.label, self.offset, self.total, self.interval_s, self.clock = label, offset, total, interval_s, clock
+        self.received = 0
+        self.started = self.last = clock()
+        resuming = f", resuming at {human_bytes(offset)}" if offset else ""
+        LOG.info("%s: receiving %s%s", label, human_bytes(total) if total is not None else "unknown size", resuming)
+
+    def update(self, n_bytes: int) -> None:
+        self.received += n_bytes
+        now = self.clock()
+        if now - self.last >= self.interval_s:
+            self.last = now
+            LOG.info("%s: %s", self.label, self._status(now))
+
+    def finish(self) -> None:
+        LOG.info("%s: finished, %s", self.label, self._status(self.clock()))
+
+    def _status(self, now: float) -> str:
+        have = self.offset + self.received
+        share = f" of {human_bytes(self.total)} ({100 * have / self.total:.0f}%)" if self.total else ""
+        elapsed = max(now - self.started, 1e-9)
+        return f"{human_bytes(have)}{share} after {elapsed:.1f} s, {human_bytes(self.received / elapsed)}/s"
+
+
+def human_bytes(n: float) -> str:
+    """``1536`` -> ``"1.5 KiB"``: sizes for progress lines."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")
 
 
 def _content_length(response: requests.Response) -> int | None:

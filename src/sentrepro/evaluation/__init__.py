@@ -9,4 +9,9 @@ are independent of the encoder that produced the vectors:
 * ``fewshot``        – few-shot transfer (16 labelled examples per class, 10 seeds; ConPVP Figure 7).
 * ``clustering``     – KMeans with Hungarian accuracy and NMI (ConPVP Table 6).
 * ``classification`` – Web-of-Science classification with a probe (MoCoUTRL Tables 2–3).
+* ``geometry``       – alignment, uniformity, anisotropy, token frequencies, t-SNE (the papers' analyses).
+
+The workflow side: ``plan`` (config -> which suites/figures for which runs), ``suites`` (``sentrepro evaluate
+<suite>``: load a run, encode its data once, run a protocol, write the metrics file), ``analyses`` (the
+figure-backing suites), ``figures`` (PNG/PDF), ``subsets`` (recorded ``max_samples`` cuts).
 """

@@ -5,8 +5,16 @@ from __future__ import annotations
 from sentrepro.methods.base import Method
 from sentrepro.methods.frozen import Frozen
 from sentrepro.methods.simcse import SimCSE
+from sentrepro.methods.promptbert import PromptBERT
+from sentrepro.methods.optiprompt import OptiPrompt
+from sentrepro.methods.esimcse import ESimCSE
+from sentrepro.methods.baselines import ManualPrompt, StaticTokenAvg, Whitening
+from sentrepro.methods.conpvp import ConPVP
+from sentrepro.methods.mocoutrl import MoCoUTRL
 
 METHODS: dict[str, type[Method]] = {cls.kind: cls for cls in (SimCSE, Frozen)}
+METHODS.update({cls.kind: cls for cls in (PromptBERT, OptiPrompt, ESimCSE, ManualPrompt, Whitening, StaticTokenAvg)})
+METHODS.update({cls.kind: cls for cls in (ConPVP, MoCoUTRL)})
 
 # Source modules (relative to src/sentrepro) whose code a method's results depend on; used as a
 # rule param so an edit reruns that method's jobs only.
@@ -14,6 +22,15 @@ COMMON_MODULES = ["methods/base.py", "backbones.py", "encoding.py"]
 METHOD_MODULES: dict[str, list[str]] = {
     "simcse": ["methods/simcse.py", "train.py", "optim.py", "tokenize.py"],
     "frozen": ["methods/frozen.py"],
+    "promptbert": ["methods/promptbert.py", "methods/simcse.py", "templates.py", "train.py", "optim.py", "tokenize.py"],
+    "optiprompt": ["methods/optiprompt.py", "methods/promptbert.py", "methods/simcse.py", "templates.py", "train.py",
+                   "optim.py", "tokenize.py"],
+    "esimcse": ["methods/esimcse.py", "methods/simcse.py", "train.py", "optim.py", "tokenize.py"],
+    "manual_prompt": ["methods/baselines.py", "methods/promptbert.py", "templates.py"],
+    "whitening": ["methods/baselines.py"],
+    "static_token_avg": ["methods/baselines.py"],
+    "conpvp": ["methods/conpvp.py", "templates.py", "train.py", "optim.py", "tokenize.py"],
+    "mocoutrl": ["methods/mocoutrl.py", "data/views.py", "train.py", "optim.py", "tokenize.py"],
 }
 
 
@@ -27,3 +44,19 @@ def build_method(kind: str, params: dict, family: str, tokenizer) -> Method:
 
 def method_modules(kind: str) -> list[str]:
     return COMMON_MODULES + METHOD_MODULES[kind]
+
+
+def kind_training_corpus(kind: str) -> str:
+    """Which tokenized corpus runs of this kind train on: ``sentences`` or ``views`` (MoCoUTRL)."""
+    try:
+        return METHODS[kind].training_corpus
+    except KeyError:
+        raise ValueError(f"unknown method kind '{kind}' (known: {', '.join(sorted(METHODS))})") from None
+
+
+def kind_trains(kind: str) -> bool:
+    """Whether runs of this kind are trained (seeded runs) or only embed (``frozen``-like, one run)."""
+    try:
+        return METHODS[kind].trains
+    except KeyError:
+        raise ValueError(f"unknown method kind '{kind}' (known: {', '.join(sorted(METHODS))})") from None

@@ -59,6 +59,9 @@ class Method(ABC):
     trains: bool = True
     # False reproduces code that never calls zero_grad (gradients accumulate over all steps).
     reset_grads: bool = True
+    # Which tokenized corpus the workflow trains the method on: "sentences" (the corpus itself) or
+    # "views" (MoCoUTRL's original/synonym/antonym views of it, built by sentrepro.data.views).
+    training_corpus: str = "sentences"
 
     def __init__(self, params: dict, family: str, tokenizer):
         self.params = params
@@ -71,9 +74,18 @@ class Method(ABC):
         return SentenceModel(encoder)
 
     # --- training ----------------------------------------------------------------------------
+    def training_items(self, corpus, seed: int):
+        """What ``collate`` receives for each corpus index; by default the token ids themselves.
+
+        A method that needs more per example (a template choice drawn from the seed and the index,
+        the three rows of a view triple) wraps the corpus here; the result must support ``len()``
+        and integer indexing.
+        """
+        return corpus
+
     @abstractmethod
     def collate(self, examples: list[list[int]]) -> dict[str, Tensor]:
-        """Token ids of B sentences (no special tokens) -> the tensors one training step needs."""
+        """B training items (by default token ids without special tokens) -> the tensors of one step."""
 
     @abstractmethod
     def loss(self, model: SentenceModel, batch: dict[str, Tensor]) -> Tensor:
@@ -93,6 +105,13 @@ class Method(ABC):
     @abstractmethod
     def embed(self, model: SentenceModel, inputs: dict[str, Tensor], purpose: str) -> Tensor:
         """Sentence vectors (B, H) for evaluation (model in eval mode, no grad)."""
+
+    def transform_embeddings(self, vectors, purpose: str):
+        """Post-process the vectors of one encoding call, (N, H) numpy rows in input order (whitening).
+
+        Default: unchanged.
+        """
+        return vectors
 
     def eval_length(self, sentence: str) -> int:
         """Sort key for length-bucketed evaluation batches."""

@@ -1,174 +1,322 @@
-"""Build a paper table from metrics files: one declarative spec, reported numbers beside ours.
+"""Build a paper table from metrics files: one declarative spec, the published numbers beside ours.
 
-Each metrics file says which run produced it (its provenance config: backbone, method, seed), so
-the builder only needs the list of files. Seeds are combined as the spec says: ``best-of-n`` picks
-the seed with the best ``select_by`` column and reports that seed's values (ConPVP Table 3);
-``mean`` reports mean ± std (population std, ddof=0) over seeds. Either way every cell records
-n, the std over seeds, and the metrics files it came from with their sha256 (for ``audit``).
+Metrics-file contract (every evaluation suite writes one file per run and suite)::
+
+    {"suite": "<suite>",
+     "results": {"<key>": {"reported": <number as the paper's table shows it>, ...} | <number>, ...},
+     "provenance": {"config": {"run": {"backbone": ..., "method": ..., "seed": <int | null>}}, "inputs": [...]}}
+
+Each file says which run produced it, so the builder needs only the list of files (the workflow's
+``table`` rule passes exactly the ones the spec reads, see :mod:`sentrepro.tables.plan`). For every
+cell the builder keeps both seed statistics (best-of-N chosen by the spec's ``select_by`` metric, and
+mean ± population std), the headline one being the spec's ``statistic``; the published number with
+its std, footnote mark and file:line; and the metrics files (with sha256) the value came from, so
+``sentrepro audit`` can follow the chain. Inputs built from synthetic fixtures are detected from the
+dataset manifests in the provenance chain and labelled in the row.
 """
 
 from __future__ import annotations
 
-import csv
-import io
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-import yaml
+from sentrepro.fsutil import read_json, sha256_file
+from sentrepro.tables.aggregate import SeedSummary, lowest_seeds, summarize
+from sentrepro.tables.reported import ReportedValue, load_reported, reported_value, resolve_row
+from sentrepro.tables.plan import stands_in_for
+from sentrepro.tables.spec import cell_selector
 
-from sentrepro.fsutil import atomic_write_text, read_json, sha256_file
-
-TABLES_DIR = Path(__file__).resolve().parent
 CSV_HEADER = ["table", "row", "column", "value", "std", "n", "reported", "provenance"]
 
 
-def load_spec(name: str) -> dict:
-    path = TABLES_DIR / "specs" / f"{name}.yaml"
-    if not path.exists():
-        raise FileNotFoundError(f"no table spec '{name}' ({path})")
-    return yaml.safe_load(path.read_text(encoding="utf-8"))
-
-
-def load_reported() -> dict:
-    return yaml.safe_load((TABLES_DIR / "reported.yaml").read_text(encoding="utf-8"))
-
-
-def reported_row(reference: str | None, reported: dict) -> dict[str, float]:
-    """``"<table>:<row>"`` -> {column: number} from reported.yaml (empty when no reference)."""
-    if not reference:
-        return {}
-    table, row = reference.split(":", 1)
-    entry = reported[table]
-    values = entry["rows"][row]
-    return dict(zip(entry["columns"], values))
+class MetricsError(ValueError):
+    """A metrics file does not follow the contract above; the message names the file and key."""
 
 
 @dataclass
 class Cell:
-    value: float | None
-    std: float | None
+    """One (row, column) of a built table, with everything the renderers and the audit need."""
+
+    table: str
+    row: str
+    column: str
+    group: str | None
+    value: float | None                  # the headline statistic (spec or column `stat`)
+    std: float | None                    # population std over the seeds used
     n: int
-    reported: float | None
-    sources: list[str]
+    statistic: str                       # which statistic `value` is: best, mean, max, ...
+    summary: SeedSummary | None
+    reported: ReportedValue | None
+    reported_only: bool
+    files: dict = field(default_factory=dict)       # seed -> metrics file
+    per_seed: dict = field(default_factory=dict)    # seed -> value
+    synthetic: list = field(default_factory=list)   # names of synthetic datasets in the chain
+    stand_in: str | None = None                     # config backbone used in place of the paper's
+    forced: bool = False                            # the column fixes the statistic (`stat`)
+
+    @property
+    def delta(self) -> float | None:
+        if self.value is None or self.reported is None or self.reported.value is None:
+            return None
+        return self.value - self.reported.value
+
+    def sources(self) -> list[str]:
+        """Provenance entries: the files behind ``value`` (``path#sha256=``), then the other seeds
+        best-of-N compared against (``candidate=path#sha256=``), then ``paper=file:line``."""
+        entries = []
+        if self.summary is not None:
+            used = [self.summary.best_seed] if self.statistic == "best" else list(self.files)
+            for seed in used:
+                entries.append(_hashed(self.files[seed]))
+            if self.statistic == "best":
+                entries += [f"candidate={_hashed(self.files[s])}" for s in self.files if s not in used]
+        if self.reported is not None:
+            entries.append(f"paper={self.reported.where}")
+        return entries
 
 
-def combine_seeds(per_seed: dict[int | None, dict[str, float]], column: str, mode: str, select_by: str,
-                  ) -> tuple[float | None, float | None, int, list]:
-    """Combine one column over seeds. -> (value, std over seeds, n, seeds used for the value)
-
-    best-of-n: the value of the seed whose ``select_by`` is highest (ties: smallest seed).
-    mean: the mean over seeds. ``std`` is always the population std over the seeds.
-    """
-    seeds = [s for s in per_seed if column in per_seed[s]]
-    if not seeds:
-        return None, None, 0, []
-    values = np.array([per_seed[s][column] for s in seeds], dtype=np.float64)
-    std = float(values.std()) if len(values) > 1 else None
-    if mode == "mean":
-        return float(values.mean()), std, len(seeds), seeds
-    if mode != "best-of-n":
-        raise ValueError(f"unknown seed aggregation '{mode}'")
-    ranked = sorted(seeds, key=lambda s: (-per_seed[s].get(select_by, float("-inf")), -1 if s is None else s))
-    return float(per_seed[ranked[0]][column]), std, len(seeds), [ranked[0]]
+_DIGESTS: dict[tuple[str, float], str] = {}
 
 
-def _metric_values(payload: dict, spec: dict) -> dict[str, float]:
-    return {c["key"]: payload["results"][c["key"]]["reported"] for c in spec["columns"]
-            if c["key"] in payload["results"]}
+def _hashed(path: Path) -> str:
+    """``path#sha256=<hex>``; digests are cached per (path, mtime) as each file feeds many cells."""
+    key = (str(path), Path(path).stat().st_mtime)
+    if key not in _DIGESTS:
+        _DIGESTS[key] = sha256_file(path)
+    return f"{path}#sha256={_DIGESTS[key]}"
 
 
-def build_table(spec: dict, metrics_files: list[Path], backbones: dict, *, synthetic: bool = False) -> list[dict]:
-    """Cells of the table in long form: one dict per (row, column), in spec order.
+@dataclass
+class TableResult:
+    spec: dict
+    cells: list[Cell]
+    rows: list[tuple[str, str | None, bool]]      # (label, group, reported_only) in spec order
+    columns: list[str]
+    stand_ins: dict[str, list[str]]               # config backbone -> paper backbones it filled
+    synthetic: list[str]                          # synthetic datasets anywhere in the table
+    subsets: dict = field(default_factory=dict)   # suite -> max_samples of subsampled metrics files
 
-    ``backbones`` maps config backbone names to their specs, so a demo backbone with
-    ``stands_in_for: bert-base`` fills the bert-base rows (and its label says so).
-    """
-    reported = load_reported()
-    stand_in = {name: b.get("stands_in_for", name) for name, b in backbones.items()}
-    runs: dict[tuple[str, str], dict] = {}
-    for path in metrics_files:
-        payload = read_json(path)
-        if payload.get("suite") != spec["suite"]:
-            continue
+
+# --- reading metrics files ----------------------------------------------------------------------
+
+
+def metric_value(results: dict, key: str) -> float | None:
+    """``results[key]`` (dotted path for nested results); a dict yields its ``reported`` entry."""
+    node = results
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    if isinstance(node, dict):
+        node = node.get("reported")
+    if isinstance(node, bool) or not isinstance(node, (int, float)):
+        return None
+    return float(node)
+
+
+def _run_of(payload: dict, path: Path) -> dict:
+    try:
         run = payload["provenance"]["config"]["run"]
-        key = (stand_in.get(run["backbone"], run["backbone"]), run["method"])
-        entry = runs.setdefault(key, {"backbone": run["backbone"], "per_seed": {}, "files": {}})
-        entry["per_seed"][run["seed"]] = _metric_values(payload, spec)
-        entry["files"][run["seed"]] = Path(path)
-    cells = []
+        return {"backbone": run["backbone"], "method": run["method"], "seed": run["seed"]}
+    except (KeyError, TypeError) as exc:
+        raise MetricsError(f"{path}: no provenance.config.run {{backbone, method, seed}} ({exc})") from exc
+
+
+def synthetic_datasets(path: Path, cache: dict[Path, list[str]]) -> list[str]:
+    """Names of synthetic datasets (manifests with ``synthetic: true``) in a JSON's provenance chain."""
+    path = Path(path)
+    if path in cache:
+        return cache[path]
+    cache[path] = []
+    found: set[str] = set()
+    try:
+        payload = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        return []
+    if not isinstance(payload, dict):
+        return []
+    if payload.get("synthetic"):  # a dataset manifest
+        found.add(str(payload.get("name") or path.parent.name))
+    data = payload.get("data")
+    if isinstance(data, dict) and data.get("synthetic"):  # a suite's metrics file names its source
+        found.add(str(data.get("source") or path.stem))
+    for entry in (payload.get("provenance") or {}).get("inputs", []):
+        child = Path(entry.get("path", ""))
+        if child.suffix == ".json":
+            found.update(synthetic_datasets(child, cache))
+    cache[path] = sorted(found)
+    return cache[path]
+
+
+@dataclass
+class RunMetrics:
+    """All seeds of one (config backbone, method, suite): results and file per seed."""
+
+    results: dict = field(default_factory=dict)   # seed -> results mapping
+    files: dict = field(default_factory=dict)     # seed -> Path
+    subsets: dict = field(default_factory=dict)   # seed -> max_samples when the suite scored a subset
+
+
+def index_metrics(metrics_files: list[Path]) -> dict[tuple[str, str, str], RunMetrics]:
+    """(backbone, method, suite) -> RunMetrics, from the files' own provenance."""
+    index: dict[tuple[str, str, str], RunMetrics] = {}
+    for path in metrics_files:
+        path = Path(path)
+        payload = read_json(path)
+        if "suite" not in payload or not isinstance(payload.get("results"), dict):
+            raise MetricsError(f"{path}: a metrics file needs 'suite' and a 'results' mapping")
+        run = _run_of(payload, path)
+        entry = index.setdefault((run["backbone"], run["method"], payload["suite"]), RunMetrics())
+        if run["seed"] in entry.results:
+            raise MetricsError(f"{path}: seed {run['seed']} of {run['backbone']}/{run['method']} "
+                               f"also in {entry.files[run['seed']]}")
+        entry.results[run["seed"]] = payload["results"]
+        entry.files[run["seed"]] = path
+        subset = payload.get("subset")
+        if isinstance(subset, dict) and subset.get("applied"):
+            entry.subsets[run["seed"]] = subset.get("max_samples")
+    return index
+
+
+def resolve_backbone(paper_backbone: str, method: str, suite: str, backbones: dict,
+                     index: dict) -> str | None:
+    """The config backbone whose runs fill ``paper_backbone``: the backbone of that name when it has
+    metrics, else the first (by name) backbone standing in for it that has metrics."""
+    candidates = [paper_backbone] + sorted(b for b, spec in backbones.items()
+                                           if b != paper_backbone and paper_backbone in stands_in_for(spec))
+    for name in candidates:
+        if (name, method, suite) in index:
+            return name
+    return None
+
+
+# --- building -----------------------------------------------------------------------------------
+
+
+def _column_values(run: RunMetrics, key: str, seeds: list) -> dict:
+    """{seed: value of ``key``} over ``seeds``, skipping seeds whose results lack it."""
+    values = {}
+    for seed in seeds:
+        value = metric_value(run.results[seed], key)
+        if value is not None:
+            values[seed] = value
+    return values
+
+
+def paper_value(reported: dict, spec: dict, row: dict, column: dict, key: str | None) -> ReportedValue | None:
+    """The published number of a cell: the row's reported.yaml row, the column's ``reported_column``
+    (default: the metric key). A column the paper does not print (key not among the entry's columns,
+    or ``reported_column: null``) has none; a missing entry or row is an error naming it."""
+    if not row.get("reported"):
+        return None
+    entry, row_key = resolve_row(row["reported"], spec.get("reported"))
+    if entry not in reported or row_key not in reported[entry]["rows"]:
+        first = reported.get(entry, {}).get("columns", [None])[0]
+        reported_value(reported, entry, row_key, first)  # raises ReportedError naming what is missing
+    if "reported_column" in column:
+        if column["reported_column"] is None:
+            return None
+        return reported_value(reported, entry, row_key, column["reported_column"])
+    if key not in reported[entry]["columns"]:
+        return None
+    return reported_value(reported, entry, row_key, key)
+
+
+def _headline(spec: dict, column: dict) -> str:
+    if column.get("stat"):
+        return column["stat"]
+    return "best" if spec["statistic"] == "best-of-n" else "mean"
+
+
+def build_table(spec: dict, metrics_files: list[Path], backbones: dict, *, reported: dict | None = None) -> TableResult:
+    """All cells of ``spec`` from ``metrics_files`` (long form, spec order).
+
+    ``backbones`` maps config backbone names to ``{"stands_in_for": str | list}`` so a demo backbone
+    fills the paper backbone's rows (its name is added to the row label).
+    """
+    reported = load_reported() if reported is None else reported
+    index = index_metrics(metrics_files)
+    synthetic_cache: dict[Path, list[str]] = {}
+    select_by = spec.get("select_by")
+    cells: list[Cell] = []
+    rows: list[tuple[str, str | None, bool]] = []
+    stand_ins: dict[str, set[str]] = {}
+    subsets: dict[str, int] = {}
     for row in spec["rows"]:
-        ours = runs.get((row["backbone"], row["method"]))
-        label = row["label"]
-        if ours and ours["backbone"] != row["backbone"]:
-            label = f"{label} [{ours['backbone']} in place of {row['backbone']}]"
-        paper = reported_row(row.get("reported"), reported)
+        row_cells: list[Cell] = []
         for column in spec["columns"]:
-            key = column["key"]
-            value = std = None
-            n, used = 0, []
-            if ours:
-                value, std, n, used = combine_seeds(ours["per_seed"], key, spec["seeds"], spec.get("select_by", "avg"))
-            sources = [f"{ours['files'][s]}#sha256={sha256_file(ours['files'][s])}" for s in used] if ours else []
-            if value is None and key not in paper:
-                continue
-            cells.append({"table": spec["name"], "row": label, "column": column["label"],
-                          "value": value, "std": std, "n": n, "reported": paper.get(key),
-                          "provenance": ";".join(sources), "synthetic": synthetic})
-    return cells
+            selector = cell_selector(spec, row, column)
+            paper = paper_value(reported, spec, row, column, selector["key"])
+            statistic = _headline(spec, column)
+            cell = Cell(table=spec["name"], row=row["label"], column=column["label"], group=row.get("group"),
+                        value=None, std=None, n=0, statistic=statistic, summary=None, reported=paper,
+                        reported_only=bool(row.get("reported_only")), forced=bool(column.get("stat")))
+            if not cell.reported_only:
+                backbone = resolve_backbone(selector["backbone"], selector["method"], selector["suite"],
+                                            backbones, index)
+                if backbone is not None:
+                    run = index[(backbone, selector["method"], selector["suite"])]
+                    seeds = lowest_seeds(run.results, spec.get("max_seeds"))
+                    values = _column_values(run, selector["key"], seeds)
+                    selection = _column_values(run, select_by, seeds) if select_by else None
+                    summary = summarize(values, selection)
+                    if summary is not None and statistic == "best" and summary.best is None:
+                        raise MetricsError(f"{spec['name']}: best-of-n ranks seeds by '{select_by}', which the "
+                                           f"metrics files lack: {', '.join(str(f) for f in run.files.values())}")
+                    if summary is not None:
+                        cell.summary = summary
+                        cell.value = summary.stat(statistic)
+                        cell.std = summary.std
+                        cell.n = summary.n
+                        cell.per_seed = values
+                        cell.files = {s: run.files[s] for s in values}
+                        for seed in values:
+                            if seed in run.subsets:
+                                subsets[selector["suite"]] = run.subsets[seed]
+                        cell.synthetic = sorted({name for s in values
+                                                 for name in synthetic_datasets(run.files[s], synthetic_cache)})
+                        if backbone != selector["backbone"]:
+                            cell.stand_in = backbone
+                            stand_ins.setdefault(backbone, set()).add(selector["backbone"])
+            row_cells.append(cell)
+        label = _row_label(row, row_cells)
+        for cell in row_cells:
+            cell.row = label
+        rows.append((label, row.get("group"), bool(row.get("reported_only"))))
+        cells.extend(c for c in row_cells if c.value is not None or (c.reported and c.reported.value is not None))
+    columns = [_column_label(column, [c for c in cells if c.column == column["label"]])
+               for column in spec["columns"]]
+    for column, label in zip(spec["columns"], columns):
+        for cell in cells:
+            if cell.column == column["label"]:
+                cell.column = label
+    synthetic = sorted({name for c in cells for name in c.synthetic})
+    return TableResult(spec=spec, cells=cells, rows=rows, columns=columns,
+                       stand_ins={b: sorted(p) for b, p in stand_ins.items()}, synthetic=synthetic,
+                       subsets=subsets)
 
 
-def _fmt(value: float | None) -> str:
-    return "" if value is None else f"{value:.2f}"
-
-
-def to_csv(cells: list[dict]) -> str:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(CSV_HEADER)
-    for c in cells:
-        writer.writerow([c["table"], c["row"], c["column"], _fmt(c["value"]), _fmt(c["std"]), c["n"],
-                         _fmt(c["reported"]), c["provenance"]])
-    return buffer.getvalue()
-
-
-def to_markdown(spec: dict, cells: list[dict], caption: str) -> str:
-    """Rows x columns; each cell "ours (paper)" with ± std over seeds when there is more than one."""
-    columns = [c["label"] for c in spec["columns"]]
-    rows: dict[str, dict[str, dict]] = {}
-    for c in cells:
-        rows.setdefault(c["row"], {})[c["column"]] = c
-    lines = [f"## {spec['title']}", "", caption, "", "| Model | " + " | ".join(columns) + " |",
-             "|---|" + "---:|" * len(columns)]
-    for label, by_column in rows.items():
-        rendered = []
-        for column in columns:
-            cell = by_column.get(column)
-            if cell is None:
-                rendered.append("")
-                continue
-            ours = "–" if cell["value"] is None else _fmt(cell["value"])
-            if cell["std"] is not None:
-                ours += f" ±{cell['std']:.2f}"
-            if cell["reported"] is not None:
-                delta = "" if cell["value"] is None else f", Δ {cell['value'] - cell['reported']:+.2f}"
-                ours += f" ({_fmt(cell['reported'])}{delta})"
-            rendered.append(ours)
-        lines.append(f"| {label} | " + " | ".join(rendered) + " |")
-    return "\n".join(lines) + "\n"
-
-
-def caption_for(spec: dict, synthetic: bool, experiment: str) -> str:
-    seeds = ("best of N seeds, selected by " + spec.get("select_by", "avg")) if spec["seeds"] == "best-of-n" \
-        else "mean over seeds"
-    text = (f"Experiment `{experiment}`. Each cell: ours ({seeds}; ± population std over seeds when N > 1), then the "
-            f"paper's number in parentheses with the difference Δ. – = not run in this experiment. "
-            f"Every cell is traceable: `sentrepro audit <this table>.csv <row> <column>`.")
+def _row_label(row: dict, cells: list[Cell]) -> str:
+    """The row label as written in every output: spec label plus what a reader must know."""
+    label = row["label"]
+    if row.get("reported_only"):
+        marks = sorted({c.reported.mark for c in cells if c.reported and c.reported.mark})
+        return f"{label}{' ' + ''.join(marks) if marks else ''} (reported only)"
+    used = sorted({c.stand_in for c in cells if c.stand_in})
+    if "backbone" in row and used:
+        label += f" [{', '.join(used)} in place of {row['backbone']}]"
+    synthetic = sorted({name for c in cells for name in c.synthetic})
     if synthetic:
-        text += " Some inputs are SYNTHETIC fixtures (offline demo): numbers show the pipeline works, not the paper."
-    return text
+        label += f" [SYNTHETIC data: {', '.join(synthetic)}]"
+    return label
 
 
-def write_table(spec: dict, cells: list[dict], out_prefix: Path, experiment: str, synthetic: bool) -> None:
-    atomic_write_text(Path(f"{out_prefix}.csv"), to_csv(cells))
-    atomic_write_text(Path(f"{out_prefix}.md"), to_markdown(spec, cells, caption_for(spec, synthetic, experiment)))
+def _column_label(column: dict, cells: list[Cell]) -> str:
+    """A column that sets the backbone (transposed tables) names its stand-in backbone."""
+    if "backbone" not in column:
+        return column["label"]
+    used = sorted({c.stand_in for c in cells if c.stand_in})
+    if not used:
+        return column["label"]
+    return f"{column['label']} [{', '.join(used)} in place of {column['backbone']}]"

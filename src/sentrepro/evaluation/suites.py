@@ -1,0 +1,407 @@
+"""The evaluation suites behind ``sentrepro evaluate <suite>``: load a run, embed its data once, score, write.
+
+Every suite evaluates a run with that run's own method embedding (``runner.load_for_eval`` then
+``encoding.encode_sentences`` with purpose ``"test"``: prompts, poolers and heads as the method defines
+them). All sentences a suite needs are gathered first and encoded in one deduplicated, length-sorted
+pass, so each distinct sentence is encoded once per suite.
+
+Each suite writes one metrics file::
+
+    {"suite", "results": {<column>: {..., "reported": <number>}, ...}, "aggregation", "data",
+     "subset", "encoded_sentences", "provenance"}
+
+``results[<column>]["reported"]`` is what a table cell shows (as for the STS suite). ``subset``
+records ``max_samples`` subsetting (see :mod:`sentrepro.evaluation.subsets`); ``data`` names the
+source and whether it is synthetic. The protocols themselves live in ``transfer``, ``fewshot``,
+``clustering`` and ``classification``; the analyses in :mod:`sentrepro.evaluation.analyses`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+
+from sentrepro.data.prepare import FILES
+from sentrepro.encoding import encode_sentences
+from sentrepro.evaluation.subsets import SubsetLog
+from sentrepro.fsutil import atomic_write_json
+from sentrepro.provenance import Provenance
+
+TRANSFER_TASKS = ("MR", "CR", "SUBJ", "MPQA", "SST2", "TREC", "MRPC")
+CV_TASKS = ("MR", "CR", "SUBJ", "MPQA")
+# Where each task sits in SentEval's data/downstream layout.
+TRANSFER_DIRS = {"MR": "MR", "CR": "CR", "SUBJ": "SUBJ", "MPQA": "MPQA", "SST2": "SST/binary", "TREC": "TREC",
+                 "MRPC": "MRPC"}
+
+
+def resolve_device(requested: str) -> str:
+    """``auto`` -> ``cuda`` when a GPU is visible, else ``cpu``; ``cuda`` without a GPU is an error."""
+    if requested == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if requested == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("device: cuda was asked for, but torch sees no GPU (use device: auto or cpu)")
+    if requested not in ("cpu", "cuda"):
+        raise ValueError(f"device must be auto, cpu or cuda, got {requested!r}")
+    return requested
+
+
+@dataclass
+class SuiteJob:
+    """One run's model loaded for a suite, plus the provenance being collected."""
+
+    suite: str
+    spec: dict
+    method: object
+    model: object
+    device: str
+    precision: str
+    prov: Provenance
+    encoded: int = 0  # distinct sentences sent to the encoder, for the metrics file
+
+    @property
+    def settings(self) -> dict:
+        return self.spec["settings"]
+
+    @property
+    def tokenizer(self):
+        return self.method.tokenizer
+
+    def embed(self, sentences: list[str]) -> np.ndarray:
+        """Vectors of ``sentences`` (N, H) float32 in input order; duplicates are encoded once."""
+        self.encoded += len(set(sentences))
+        return encode_sentences(self.method, self.model, sentences, purpose="test",
+                                batch_size=self.settings.get("batch_size", 128), device=self.device,
+                                precision=self.precision)
+
+    def embed_groups(self, groups: dict) -> dict:
+        """Embed several named sentence lists in one pass. ``{key: [str]} -> {key: (n, H) array}``"""
+        unique = list(dict.fromkeys(s for sentences in groups.values() for s in sentences))
+        table = self.embed(unique) if unique else np.zeros((0, 1), dtype=np.float32)
+        row = {sentence: index for index, sentence in enumerate(unique)}
+        return {key: table[[row[s] for s in sentences]] for key, sentences in groups.items()}
+
+    def add_data_files(self, paths, role: str) -> None:
+        for path in paths:
+            self.prov.add_input(path, role)
+
+
+def open_job(suite: str, spec: dict, run_dir: Path | None) -> SuiteJob:
+    """Load the run's method and model on the suite's device; start its provenance."""
+    from sentrepro.backbones import configure_threads
+    from sentrepro.runner import TRAIN_SUMMARY, load_for_eval, resolve_precision
+
+    configure_threads(spec.get("threads"))
+    device = resolve_device(spec["settings"].get("device", "auto"))
+    precision = resolve_precision(spec.get("precision", "fp32"), device)
+    prov = Provenance(step=f"evaluate_{suite}", config=spec, seed=spec.get("seed"), device=device,
+                      precision=precision)
+    method, model, files = load_for_eval(spec, run_dir)
+    for path in files:
+        prov.add_input(path, "training summary" if path.name == TRAIN_SUMMARY else "model file")
+    model.to(device)
+    return SuiteJob(suite, spec, method, model, device, precision, prov)
+
+
+def write_metrics(job: SuiteJob, out: Path, results: dict, *, aggregation: str, subset: SubsetLog | None = None,
+                  extra: dict | None = None) -> dict:
+    """Write the suite's metrics file (atomically) and return its payload."""
+    payload = {
+        "suite": job.suite,
+        "results": results,
+        "aggregation": aggregation,
+        "data": {"source": job.spec.get("source"), "synthetic": bool(job.spec.get("synthetic", False))},
+        "subset": subset.record() if subset is not None else None,
+        "encoded_sentences": job.encoded,
+        **(extra or {}),
+        "provenance": job.prov.finish(),
+    }
+    atomic_write_json(out, payload)
+    return payload
+
+
+def source_root(manifest: Path) -> Path:
+    return Path(manifest).parent / FILES
+
+
+def mean_reported(results: dict, keys) -> dict:
+    """``{"reported": plain mean of results[k]["reported"]}`` over ``keys`` (the tables' Avg. column)."""
+    values = [results[k]["reported"] for k in keys]
+    return {"reported": float(np.mean(values)), "n": len(values)}
+
+
+# ------------------------------------------------------------------------------------------------
+# SentEval transfer data
+
+
+@dataclass
+class Split:
+    """One split of a transfer task: sentences (or sentence pairs for MRPC) and integer labels."""
+
+    texts: list
+    labels: np.ndarray
+
+    def take(self, rows: np.ndarray) -> "Split":
+        return Split([self.texts[i] for i in rows], self.labels[rows])
+
+    @property
+    def sentences(self) -> list[str]:
+        if self.texts and isinstance(self.texts[0], tuple):
+            return [s for pair in self.texts for s in pair]
+        return list(self.texts)
+
+
+def read_transfer_task(root: Path, task: str, *, check_counts: bool) -> tuple[dict[str, Split], list[Path]]:
+    """A task's splits (``all`` for MR/CR/SUBJ/MPQA) and the files read, from SentEval's layout under ``root``."""
+    from sentrepro.data import transfer as parsers
+
+    if task not in TRANSFER_TASKS:
+        raise ValueError(f"unknown transfer task '{task}' (known: {', '.join(TRANSFER_TASKS)})")
+    task_dir = Path(root) / TRANSFER_DIRS[task]
+    if task in CV_TASKS:
+        samples = parsers.read_binary(task_dir, task, check_counts=check_counts)
+        files = [task_dir / name for name, _, _ in parsers.BINARY_TASK_FILES[task]]
+        return {"all": _labelled(samples)}, files
+    if task == "SST2":
+        splits = parsers.read_sst2(task_dir, check_counts=check_counts)
+        files = [task_dir / name for name in parsers.SST2_FILES.values()]
+    elif task == "TREC":
+        splits = parsers.read_trec(task_dir, check_counts=check_counts)
+        files = [task_dir / name for name in parsers.TREC_FILES.values()]
+    else:
+        pairs = parsers.read_mrpc(task_dir, check_counts=check_counts)
+        files = [task_dir / name for name in parsers.MRPC_FILES.values()]
+        return {split: Split([(p.s1, p.s2) for p in items], np.array([p.label for p in items]))
+                for split, items in pairs.items()}, files
+    return {split: _labelled(samples) for split, samples in splits.items()}, files
+
+
+def _labelled(samples) -> Split:
+    return Split([s.text for s in samples], np.array([s.label for s in samples], dtype=np.int64))
+
+
+def load_transfer_tasks(root: Path, tasks, subset: SubsetLog, *, check_counts: bool
+                        ) -> tuple[dict[str, dict[str, Split]], list[Path]]:
+    loaded, files = {}, []
+    for task in tasks:
+        splits, task_files = read_transfer_task(root, task, check_counts=check_counts)
+        loaded[task] = {name: split.take(subset.take(task, name, split.labels)) for name, split in splits.items()}
+        files += task_files
+    return loaded, files
+
+
+def split_features(split: Split, vectors: np.ndarray) -> np.ndarray:
+    """Features of a split from its sentence vectors: the vectors, or MRPC's ``[|u-v|, u*v]`` for pairs."""
+    from sentrepro.evaluation.transfer import mrpc_features
+
+    if split.texts and isinstance(split.texts[0], tuple):
+        return mrpc_features(vectors[0::2], vectors[1::2])
+    return vectors
+
+
+# ------------------------------------------------------------------------------------------------
+# transfer (7 SentEval tasks)
+
+
+def run_transfer(job: SuiteJob, manifest: Path, out: Path) -> dict:
+    """SentEval transfer: nested CV (MR/CR/SUBJ/MPQA), dev-selected (SST-2), CV-on-train + fixed test (TREC, MRPC)."""
+    from sentrepro.evaluation.transfer import evaluate_cv_task, evaluate_fixed_test_task, evaluate_split_task
+
+    cfg = job.settings
+    subset = SubsetLog(cfg.get("max_samples"), cfg.get("subset_seed", 0))
+    tasks, files = load_transfer_tasks(source_root(manifest), cfg["tasks"], subset,
+                                       check_counts=not job.spec.get("synthetic", False))
+    job.add_data_files(files, "transfer data file")
+    vectors = job.embed_groups({(t, s): split.sentences for t, splits in tasks.items() for s, split in splits.items()})
+    features = {(t, s): split_features(tasks[t][s], vectors[(t, s)]) for t in tasks for s in tasks[t]}
+    device = resolve_device(cfg.get("device", "auto"))
+    protocol = {"mode": cfg["mode"], "device": device, "seed": cfg.get("seed", 1111)}
+    results = {}
+    for task, splits in tasks.items():
+        labels = {name: split.labels for name, split in splits.items()}
+        if task in CV_TASKS:
+            result = evaluate_cv_task(features[(task, "all")], labels["all"], **protocol)
+        elif task == "SST2":
+            result = evaluate_split_task(features[(task, "train")], labels["train"], features[(task, "dev")],
+                                         labels["dev"], features[(task, "test")], labels["test"], **protocol)
+        else:
+            result = evaluate_fixed_test_task(features[(task, "train")], labels["train"], features[(task, "test")],
+                                              labels["test"], **protocol)
+        results[task] = {**result, "reported": result["acc"]}
+    results["avg"] = mean_reported(results, tasks)
+    return write_metrics(job, out, results, subset=subset,
+                         aggregation="acc x100: mean over outer folds (MR/CR/SUBJ/MPQA), fixed test split otherwise; "
+                                     "avg = plain mean over tasks")
+
+
+# ------------------------------------------------------------------------------------------------
+# few-shot transfer (ConPVP Fig. 7)
+
+
+def run_fewshot(job: SuiteJob, manifest: Path, out: Path) -> dict:
+    """16 shots per class, one run per seed; only the sampled training rows and the test rows are encoded.
+
+    ``max_samples`` cuts the test rows only: the pool is never encoded beyond the sampled shots.
+    """
+    from sentrepro.evaluation.fewshot import cv_task_holdout, evaluate_fewshot, sample_per_class
+
+    cfg = job.settings
+    subset = SubsetLog(cfg.get("max_samples"), cfg.get("subset_seed", 0))
+    tasks, files = load_transfer_tasks(source_root(manifest), cfg["tasks"], SubsetLog(None, 0),
+                                       check_counts=not job.spec.get("synthetic", False))
+    job.add_data_files(files, "transfer data file")
+    holdout = {"folds": cfg.get("holdout_folds", 10), "seed": cfg.get("holdout_seed", 1111)}
+    pools, tests, sampled = {}, {}, {}
+    for task, splits in tasks.items():
+        if task in CV_TASKS:
+            pool_rows, test_rows = cv_task_holdout(splits["all"].labels, holdout["folds"], holdout["seed"])
+            pools[task], test = splits["all"].take(pool_rows), splits["all"].take(test_rows)
+        else:
+            pools[task], test = splits["train"], splits["test"]
+        tests[task] = test.take(subset.take(task, "test", test.labels))
+        # The runs read only the sampled pool rows (fewshot.fewshot_run uses X_train[sample]); encode just those.
+        try:
+            draws = [sample_per_class(pools[task].labels, cfg["shots"], seed) for seed in cfg["seeds"]]
+        except ValueError as error:
+            raise ValueError(f"fewshot task {task}: {error}") from None
+        sampled[task] = np.unique(np.concatenate(draws))
+    groups = {}
+    for task in tasks:
+        groups[(task, "pool")] = pools[task].take(sampled[task]).sentences
+        groups[(task, "test")] = tests[task].sentences
+    vectors = job.embed_groups(groups)
+    device = resolve_device(cfg.get("device", "auto"))
+    results = {}
+    for task in tasks:
+        pool_features = split_features(pools[task].take(sampled[task]), vectors[(task, "pool")])
+        X_pool = np.zeros((len(pools[task].labels), pool_features.shape[1]), dtype=np.float32)
+        X_pool[sampled[task]] = pool_features
+        X_test = split_features(tests[task], vectors[(task, "test")])
+        result = evaluate_fewshot(X_pool, pools[task].labels, X_test, tests[task].labels, shots=cfg["shots"],
+                                  seeds=cfg["seeds"], mode=cfg["mode"], n_epochs=cfg.get("n_epochs"), device=device)
+        if task in CV_TASKS:
+            result["holdout"] = holdout
+        result["n_encoded_pool"] = int(len(sampled[task]))
+        results[task] = {**result, "reported": result["acc_mean"]}
+    results["avg"] = mean_reported(results, tasks)
+    return write_metrics(job, out, results, subset=subset,
+                         aggregation=f"acc x100 per seed; reported = mean over {len(cfg['seeds'])} seeds "
+                                     "(acc_std = population std); avg = plain mean over tasks")
+
+
+# ------------------------------------------------------------------------------------------------
+# short-text clustering (ConPVP Table 6)
+
+
+def run_clustering(job: SuiteJob, manifest: Path, out: Path) -> dict:
+    """KMeans (K = number of classes, n_init explicit) per seed; Hungarian accuracy and NMI."""
+    from sentrepro.data.clustering import CLUSTERING_SETS, read_clustering
+    from sentrepro.evaluation.clustering import evaluate_clustering
+
+    cfg = job.settings
+    root = source_root(manifest)
+    subset = SubsetLog(cfg.get("max_samples"), cfg.get("subset_seed", 0))
+    data = {}
+    for name in cfg["sets"]:
+        items = read_clustering(root, name, check_counts=not job.spec.get("synthetic", False))
+        job.add_data_files([root / CLUSTERING_SETS[name]], "clustering data file")
+        labels = np.array([item.label for item in items], dtype=np.int64)
+        rows = subset.take(name, "all", labels)
+        data[name] = ([items[i].text for i in rows], labels[rows])
+    vectors = job.embed_groups({name: texts for name, (texts, _) in data.items()})
+    results = {}
+    for name, (_, labels) in data.items():
+        result = evaluate_clustering(vectors[name], labels, k=int(len(np.unique(labels))), seeds=cfg["seeds"],
+                                     n_init=cfg.get("n_init", 10))
+        results[name] = {**result, "reported": result["acc_mean"]}
+    results["avg"] = mean_reported(results, data)
+    results["avg"]["nmi"] = float(np.mean([results[name]["nmi_mean"] for name in data]))
+    return write_metrics(job, out, results, subset=subset,
+                         aggregation=f"Hungarian acc x100, mean (population std) over {len(cfg['seeds'])} KMeans "
+                                     "seeds; avg = plain mean over sets")
+
+
+# ------------------------------------------------------------------------------------------------
+# Web of Science classification (MoCoUTRL Tables 2-3)
+
+WOS_COLUMNS = ("acc", "precision", "recall", "f1")
+
+
+def truncate_to_tokens(tokenizer, text: str, max_tokens: int | None) -> tuple[str, bool]:
+    """``text`` cut to its first ``max_tokens`` tokenizer pieces (detokenised); and whether it was cut."""
+    if max_tokens is None:
+        return text, False
+    pieces = tokenizer.tokenize(text)
+    if len(pieces) <= max_tokens:
+        return text, False
+    return tokenizer.convert_tokens_to_string(pieces[:max_tokens]), True
+
+
+def run_wos(job: SuiteJob, manifest: Path, out: Path) -> dict:
+    """A probe on frozen embeddings of one WOS version; acc and macro (or weighted) P/R/F1 at one label level."""
+    from sentrepro.data.wos import WOS_LABEL_FILES, WOS_TEXT_FILE, read_wos, wos_version_dir
+    from sentrepro.evaluation.classification import evaluate_wos
+
+    cfg = job.settings
+    root = source_root(manifest)
+    version = cfg["version"]
+    documents = read_wos(root, version, check_counts=not job.spec.get("synthetic", False))
+    version_dir = wos_version_dir(root, version)
+    job.add_data_files([version_dir / name for name in (WOS_TEXT_FILE,) + WOS_LABEL_FILES], "WOS data file")
+    subset = SubsetLog(cfg.get("max_samples"), cfg.get("subset_seed", 0))
+    labels = np.array([doc.label for doc in documents], dtype=np.int64)
+    rows = subset.take(version, "all", labels)
+    cut = [truncate_to_tokens(job.tokenizer, documents[i].text, cfg.get("max_tokens")) for i in rows]
+    vectors = job.embed([text for text, _ in cut])
+    parents = np.array([documents[i].parent for i in rows], dtype=np.int64)
+    details = evaluate_wos(vectors, labels[rows], parents, test_fraction=cfg["test_fraction"],
+                           split_seed=cfg["split_seed"], mode=cfg["mode"], hidden_dim=cfg.get("hidden_dim", 0),
+                           device=resolve_device(cfg.get("device", "auto")), seed=cfg.get("seed", 1111))
+    level, average = details[cfg["level"]], cfg["average"]
+    values = {"acc": level["acc"], "precision": level[f"{average}_precision"],
+              "recall": level[f"{average}_recall"], "f1": level[f"{average}_f1"]}
+    results = {column: {"reported": values[column]} for column in WOS_COLUMNS}
+    extra = {"wos": details, "truncated_documents": int(sum(flag for _, flag in cut))}
+    return write_metrics(job, out, results, subset=subset, extra=extra,
+                         aggregation=f"{version} {cfg['level']}: accuracy and {average} precision/recall/F1 x100 "
+                                     f"on a stratified {cfg['test_fraction']:.0%} test split")
+
+
+# ------------------------------------------------------------------------------------------------
+
+
+def suite_runners() -> dict[str, Callable]:
+    from sentrepro.evaluation import analyses
+
+    return {
+        "transfer": run_transfer,
+        "fewshot": run_fewshot,
+        "clustering": run_clustering,
+        "wos": run_wos,
+        "cosine_gold": analyses.run_cosine_gold,
+        "token_removal": analyses.run_token_removal,
+        "tsne": analyses.run_tsne,
+        "align_uniform": analyses.run_align_uniform,
+        "anisotropy": analyses.run_anisotropy,
+    }
+
+
+def run_suite(suite: str, spec: dict, run_dir: Path | None, data: Path, out: Path) -> dict:
+    """Evaluate one run on one suite; ``data`` is the source's MANIFEST.json (the corpus file for anisotropy)."""
+    runners = suite_runners()
+    if suite not in runners:
+        raise ValueError(f"unknown evaluation suite '{suite}' (known: sts, {', '.join(runners)})")
+    if spec.get("suite") not in (None, suite):
+        raise ValueError(f"--spec is for suite '{spec['suite']}', not '{suite}'")
+    job = open_job(suite, spec, run_dir)
+    if suite == "anisotropy":
+        job.prov.add_input(data, "training corpus sentences")
+        record = Path(f"{data}.json")  # prepare_corpus's record: carries the corpus provenance for audit
+        if record.exists():
+            job.prov.add_input(record, "corpus record")
+    else:
+        job.prov.add_input(data, "dataset manifest")
+    return runners[suite](job, Path(data), Path(out))

@@ -1,0 +1,158 @@
+"""Table specs (specs/<name>.yaml): one declarative file per paper table, validated on load.
+
+A spec says which metrics feed each cell and how seeds are combined; it names no file. Each cell is
+the merge of its row's and its column's *selector* fields:
+
+    backbone  the paper backbone (config.yaml name; a config backbone with ``stands_in_for`` fills it)
+    method    the config.yaml method name
+    suite     the evaluation suite whose metrics file holds the number (sts, transfer, clustering, ...)
+    key       the metric inside that file's ``results`` (a dotted path for nested results)
+    stat      a seed statistic forced for this column (mean, std, max, min, range, best)
+
+A column may also set ``reported_column`` (the reported.yaml column it compares with; default its key,
+``null`` for a column the paper does not print). A row sets ``label`` (unique: the CSV row and the
+audit's handle), ``group`` (a section heading) and ``reported`` (its reported.yaml row).
+
+A row sets what its cells share (usually backbone + method), a column the rest (usually the key); in
+transposed tables (PromptBERT Knowl 5 and 9) the columns carry the backbone. A field set by both is a
+spec error. Top-level ``suite`` and ``key`` are defaults. A row without ``method`` must say why in
+``reported_only`` (a method the papers copied from other work that this workflow does not run).
+
+Top level: name, paper, title, statistic (best-of-n | mean: the headline seed statistic), select_by
+(the metric best-of-n ranks seeds by), max_seeds (use at most the N lowest seeds), reported (default
+reported.yaml entry), suite, key, columns, rows, notes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from sentrepro.tables.reported import ENTRY_REFERENCE
+
+SPECS_DIR = Path(__file__).resolve().parent / "specs"
+STATISTICS = ("best-of-n", "mean")
+STATS = ("mean", "std", "max", "min", "range", "best")
+SELECTOR_FIELDS = ("backbone", "method", "suite", "key", "stat")
+TOP_FIELDS = {"name", "paper", "title", "statistic", "select_by", "max_seeds", "reported", "suite", "key",
+              "columns", "rows", "notes"}
+ROW_FIELDS = {"label", "group", "backbone", "method", "suite", "key", "reported", "reported_only"}
+COLUMN_FIELDS = {"label", "backbone", "method", "suite", "key", "stat", "reported_column"}
+
+
+class SpecError(ValueError):
+    """A table spec is malformed; the message names the file and the key at fault."""
+
+
+def spec_path(name: str) -> Path:
+    return SPECS_DIR / f"{name}.yaml"
+
+
+def available_specs() -> list[str]:
+    return sorted(p.stem for p in SPECS_DIR.glob("*.yaml"))
+
+
+def load_spec(name: str) -> dict:
+    """Load and validate ``specs/<name>.yaml``."""
+    path = spec_path(name)
+    if not path.exists():
+        raise SpecError(f"no table spec '{name}' ({path}); specs: {', '.join(available_specs())}")
+    with open(path, encoding="utf-8") as handle:
+        spec = yaml.safe_load(handle)
+    return validate_spec(spec, path)
+
+
+def _unknown(mapping: dict, allowed: set, where: str) -> None:
+    unknown = sorted(set(mapping) - allowed)
+    if unknown:
+        raise SpecError(f"{where}: unknown field(s) {', '.join(unknown)} (allowed: {', '.join(sorted(allowed))})")
+
+
+def validate_spec(spec: dict, path: Path) -> dict:
+    """Check a spec's structure; every error names ``path`` and the offending key."""
+    if not isinstance(spec, dict):
+        raise SpecError(f"{path}: the top level must be a mapping")
+    _unknown(spec, TOP_FIELDS, str(path))
+    for required in ("name", "paper", "title", "statistic", "columns", "rows"):
+        if required not in spec:
+            raise SpecError(f"{path}: missing '{required}'")
+    if spec["name"] != path.stem:
+        raise SpecError(f"{path}: name '{spec['name']}' differs from the file name '{path.stem}'")
+    if spec["statistic"] not in STATISTICS:
+        raise SpecError(f"{path}: statistic '{spec['statistic']}' is not one of {', '.join(STATISTICS)}")
+    max_seeds = spec.get("max_seeds")
+    if max_seeds is not None and (not isinstance(max_seeds, int) or max_seeds < 1):
+        raise SpecError(f"{path}: max_seeds must be a positive integer, got {max_seeds!r}")
+    labels: set[str] = set()
+    for index, column in enumerate(spec["columns"]):
+        where = f"{path}: columns[{index}]"
+        _unknown(column, COLUMN_FIELDS, where)
+        if "label" not in column:
+            raise SpecError(f"{where}: missing 'label'")
+        if column.get("stat") is not None and column["stat"] not in STATS:
+            raise SpecError(f"{where}: stat '{column['stat']}' is not one of {', '.join(STATS)}")
+        if column["label"] in labels:
+            raise SpecError(f"{where}: duplicate column label '{column['label']}'")
+        labels.add(column["label"])
+    labels = set()
+    for index, row in enumerate(spec["rows"]):
+        where = f"{path}: rows[{index}]"
+        _unknown(row, ROW_FIELDS, where)
+        if "label" not in row:
+            raise SpecError(f"{where}: missing 'label'")
+        if row["label"] in labels:
+            raise SpecError(f"{where}: duplicate row label '{row['label']}'")
+        labels.add(row["label"])
+        if row.get("method") is None and not row.get("reported_only"):
+            raise SpecError(f"{where} ('{row['label']}'): no method; say why in 'reported_only'")
+        if row.get("method") is not None and row.get("reported_only"):
+            raise SpecError(f"{where} ('{row['label']}'): has a method and 'reported_only'; choose one")
+        if row.get("reported_only") and not row.get("reported"):
+            raise SpecError(f"{where} ('{row['label']}'): reported_only rows need 'reported'")
+        if row.get("reported") and not ENTRY_REFERENCE.match(row["reported"]) and not spec.get("reported"):
+            raise SpecError(f"{where}: reported '{row['reported']}' names no entry and the spec has no 'reported'")
+        for column in spec["columns"]:
+            both = [f for f in SELECTOR_FIELDS if f in row and f in column]
+            if both:
+                raise SpecError(f"{where} ('{row['label']}') and column '{column['label']}' both set {', '.join(both)}")
+            if not row.get("reported_only"):
+                selector = cell_selector(spec, row, column)
+                for needed in ("backbone", "method", "suite", "key"):
+                    if selector.get(needed) is None:
+                        raise SpecError(f"{where} ('{row['label']}'), column '{column['label']}': no {needed} "
+                                        f"(set it on the row, the column or the top level)")
+    if spec["statistic"] == "best-of-n" and not spec.get("select_by"):
+        raise SpecError(f"{path}: statistic best-of-n needs 'select_by' (the metric seeds are ranked by)")
+    return spec
+
+
+def cell_selector(spec: dict, row: dict, column: dict) -> dict:
+    """The merged selector of one cell: backbone, method, suite, key, stat."""
+    selector = {"suite": spec.get("suite"), "key": spec.get("key"), "stat": None}
+    for source in (row, column):
+        for field in SELECTOR_FIELDS:
+            if field in source:
+                selector[field] = source[field]
+    return selector
+
+
+def spec_methods(spec: dict) -> set[str]:
+    """Every config method name the spec reads metrics of."""
+    found = set()
+    for row in spec["rows"]:
+        if row.get("reported_only"):
+            continue
+        for column in spec["columns"]:
+            found.add(cell_selector(spec, row, column)["method"])
+    return found
+
+
+def spec_suites(spec: dict) -> set[str]:
+    found = set()
+    for row in spec["rows"]:
+        if row.get("reported_only"):
+            continue
+        for column in spec["columns"]:
+            found.add(cell_selector(spec, row, column)["suite"])
+    return found
