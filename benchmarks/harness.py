@@ -97,9 +97,24 @@ def median(values: list[float]) -> float:
     return statistics.median(values)
 
 
+def number(x: float) -> str:
+    """A figure with three significant digits, without exponent notation for ordinary sizes."""
+    if abs(x) >= 100:
+        return f"{x:,.0f}"
+    return f"{x:.1f}" if abs(x) >= 10 else f"{x:.3g}"
+
+
 def spread(values: list[float], unit: str = "") -> str:
     """``median (min–max, n=k)``."""
-    return f"{median(values):.3g}{unit} ({min(values):.3g}–{max(values):.3g}, n={len(values)})"
+    return f"{number(median(values))}{unit} ({number(min(values))}–{number(max(values))}, n={len(values)})"
+
+
+def quiet_transformers() -> None:
+    """No load reports or progress bars from transformers in the figures' output."""
+    from transformers.utils import logging
+
+    logging.set_verbosity_error()
+    logging.disable_progress_bar()
 
 
 # --- data ------------------------------------------------------------------------------------------
@@ -277,6 +292,21 @@ def with_fixed_delta_rows(method, rows: int):
     return method
 
 
+def sync_audit(run_steps, step: int) -> list[str]:
+    """Host-device synchronisations of one training step (CUDA): where each came from."""
+    import warnings
+
+    torch.cuda.synchronize()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            run_steps(step, 1, flush=False)
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+    return [f"{Path(w.filename).name}:{w.lineno}" for w in caught if "synchroniz" in str(w.message)]
+
+
 def measure(spec: dict) -> dict:
     """Time training steps of one method on one backbone; report throughput, FLOPs and peak memory.
 
@@ -288,6 +318,7 @@ def measure(spec: dict) -> dict:
     from sentrepro.tokenize import TokenizedCorpus
     from sentrepro.train import seed_everything
 
+    quiet_transformers()
     torch.set_num_threads(spec.get("threads", 1))
     device = torch.device(spec.get("device", "cpu"))
     seed_everything(spec.get("seed", 42))
@@ -308,7 +339,7 @@ def measure(spec: dict) -> dict:
                              device=str(device), schedule=params.get("schedule", "linear"),
                              shuffle=params.get("shuffle", True))
     warmup, windows, steps = spec["warmup"], spec["windows"], spec["steps"]
-    total = warmup + windows * steps
+    total = warmup + windows * steps + 1  # + the sync-audit step
     opt = build_optimization(method, model, settings, total, device)
     pin = bool(spec.get("pin_memory")) and device.type == "cuda"
     sync_every = spec.get("sync_every", 50)
@@ -320,7 +351,7 @@ def measure(spec: dict) -> dict:
         if cuda:
             torch.cuda.synchronize()
 
-    def run(first: int, count: int) -> None:
+    def run(first: int, count: int, flush: bool = True) -> None:
         pending = []
         for step in range(first, first + count):
             indices = batch_indices(step, len(items), settings, spec.get("seed", 42))
@@ -333,7 +364,7 @@ def measure(spec: dict) -> dict:
                 if len(pending) >= sync_every:
                     torch.stack(pending).cpu()
                     pending.clear()
-        if pending:
+        if pending and flush:
             torch.stack(pending).cpu()
 
     rss_before = _rss_kib("VmRSS")
@@ -354,6 +385,7 @@ def measure(spec: dict) -> dict:
         synchronize()
         seconds.append(time.perf_counter() - start)
     counted = work.read()
+    syncs = sync_audit(run, warmup + windows * steps) if spec.get("sync_audit") and cuda else None
     timed_steps = windows * steps
     per_window = {k: counted[k] / windows for k in ("tokens", "positions", "flops")}
     result = {
@@ -369,6 +401,9 @@ def measure(spec: dict) -> dict:
         "threads": torch.get_num_threads(), "device": str(device), "pin_memory": pin,
         "compile": bool(spec.get("compile")), "sync_every": sync_every,
     }
+    if syncs is not None:
+        result["host_syncs_per_step"] = len(syncs)
+        result["host_sync_sites"] = syncs[:5]
     usage = resource.getrusage(resource.RUSAGE_SELF)
     result["process_peak_rss_mib"] = usage.ru_maxrss / 1024
     if peak_reset and rss_before is not None:

@@ -31,6 +31,7 @@ from harness import (
     machine_line,
     median,
     minilm_dir,
+    quiet_transformers,
     run_worker,
     tiny_bert,
     tokenized_corpus,
@@ -97,6 +98,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write every raw result here")
     args = parser.parse_args()
 
+    quiet_transformers()
     print(machine_line(machine()))
     results = []
     with tempfile.TemporaryDirectory() as tmp:

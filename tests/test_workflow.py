@@ -93,7 +93,11 @@ def test_dry_run_of_full_paper_config_lists_each_download_once(tmp_path):
     # every data source is fetched by one job (tests/test_data_workflow.py checks each is listed once)
     assert jobs["download"] >= len({"wiki1m", "senteval", "clustering", "wos"})
     assert jobs["check_dataset"] == len({"senteval", "clustering", "wos"})
-    assert jobs["tokenize"] == 2  # bert-base-uncased and roberta-base vocabularies, shared by base and large
+    # one cache per (vocabulary, corpus), shared by every run that needs it: the sentences corpus for
+    # bert-base-uncased (BERT base + large) and roberta-base (RoBERTa base + large); MoCoUTRL's views corpus
+    # for the three backbones it runs on (deberta-base, bert-base, roberta-base)
+    assert jobs["tokenize"] == 5
+    assert jobs["train"] > 10 * jobs["tokenize"]
     assert jobs["train"] >= 16
 
 
