@@ -86,7 +86,6 @@ def test_audit_chain_and_tamper_detection(finished_run, tmp_path, monkeypatch):
 
 
 def test_dry_run_of_full_paper_config_lists_each_download_once(tmp_path):
-    from tests.workflow_helpers import REPO
     overlay = write_overlay(tmp_path, {})
     result = snakemake(tmp_path, "-n", "--quiet", "rules", overlay=overlay)
     jobs = planned_jobs(result)
@@ -108,14 +107,12 @@ def tables_reading(method: str, backbone: str = "bert-base", suite: str = "sts")
     """The tables of config.yaml with a cell read from (backbone, method, suite)."""
     from sentrepro.tables.plan import cell_keys
     from sentrepro.tables.spec import load_spec
-    from tests.workflow_helpers import REPO
 
     names = yaml.safe_load((REPO / "config.yaml").read_text())["tables"]
     return [n for n in names if (backbone, method, suite) in cell_keys(load_spec(n))]
 
 
 def test_every_table_written_in_every_format(finished_run):
-    from tests.workflow_helpers import REPO
 
     tables = finished_run / "results" / "wftest" / "tables"
     for name in yaml.safe_load((REPO / "config.yaml").read_text())["tables"]:
@@ -155,7 +152,6 @@ def test_audit_of_a_paper_table_cell_prints_the_chain_and_names_a_changed_checkp
 
 
 def test_report_command_builds_a_self_contained_report_with_every_table(finished_run, tmp_path):
-    from tests.workflow_helpers import REPO
 
     out = tmp_path / "report.html"
     snakemake(finished_run, "--report", str(out))

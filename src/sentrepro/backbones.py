@@ -89,6 +89,28 @@ def pool_top2(hidden_states: tuple[Tensor, ...], mask: Tensor) -> Tensor:
     return (pool_avg(hidden_states[-2], mask) + pool_avg(hidden_states[-1], mask)) / 2
 
 
+POOLERS = ("cls", "avg", "avg_first_last", "avg_top2")
+
+
+def pooled_embedding(encoder: nn.Module, inputs: dict[str, Tensor], pooler: str,
+                     first_last_definition: str = "embeddings") -> Tensor:
+    """Run ``encoder`` once and pool with one of POOLERS. -> (B, H)
+
+    Hidden states of every layer are requested only by the poolers that read them.
+    """
+    if pooler not in POOLERS:
+        raise ValueError(f"unknown pooler '{pooler}' (one of: {', '.join(POOLERS)})")
+    out = encoder(**inputs, output_hidden_states=pooler in ("avg_first_last", "avg_top2"))
+    mask = inputs["attention_mask"]
+    if pooler == "cls":
+        return pool_cls(out.last_hidden_state)
+    if pooler == "avg":
+        return pool_avg(out.last_hidden_state, mask)
+    if pooler == "avg_first_last":
+        return pool_first_last(out.hidden_states, mask, first_last_definition)
+    return pool_top2(out.hidden_states, mask)
+
+
 class MLPHead(nn.Module):
     """SimCSE's projection: Linear(H, H) + Tanh, initialised N(0, 0.02) / zero bias like BERT's init."""
 

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from sentrepro.encoding import autocast_context
-from sentrepro.fsutil import atomic_dir, atomic_path
+from sentrepro.fsutil import atomic_dir
 from sentrepro.methods.base import Method, SentenceModel
 from sentrepro.optim import build_optimizer, build_schedule
 from sentrepro.tokenize import TokenizedCorpus

@@ -40,7 +40,7 @@ import re
 import numpy as np
 from torch import Tensor
 
-from sentrepro.backbones import pool_avg, pool_cls, pool_first_last, pool_top2
+from sentrepro.backbones import pool_avg, pooled_embedding
 from sentrepro.methods.base import Method, SentenceModel, pad_sequences
 from sentrepro.methods.promptbert import gather_positions, string_level_inputs
 from sentrepro.templates import PROMPTBERT_TEMPLATES, resolve_template
@@ -126,18 +126,7 @@ class Whitening(NotTrained):
         super().__init__({**defaults, **params}, family, tokenizer)
 
     def embed(self, model: SentenceModel, inputs: dict[str, Tensor], purpose: str) -> Tensor:
-        pooler = self.params["pooler"]
-        out = model.encoder(**inputs, output_hidden_states=pooler in ("avg_first_last", "avg_top2"))
-        mask = inputs["attention_mask"]
-        if pooler == "cls":
-            return pool_cls(out.last_hidden_state)
-        if pooler == "avg":
-            return pool_avg(out.last_hidden_state, mask)
-        if pooler == "avg_first_last":
-            return pool_first_last(out.hidden_states, mask, self.params["first_last_definition"])
-        if pooler == "avg_top2":
-            return pool_top2(out.hidden_states, mask)
-        raise ValueError(f"whitening: unknown pooler '{pooler}' (cls | avg | avg_first_last | avg_top2)")
+        return pooled_embedding(model.encoder, inputs, self.params["pooler"], self.params["first_last_definition"])
 
     def transform_embeddings(self, vectors: np.ndarray, purpose: str) -> np.ndarray:
         kernel, mean = whitening_kernel(vectors)

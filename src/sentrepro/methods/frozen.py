@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from sentrepro.backbones import pool_avg, pool_cls, pool_first_last, pool_top2
+from sentrepro.backbones import pooled_embedding
 from sentrepro.methods.base import Method, SentenceModel
 
 
@@ -23,16 +23,5 @@ class Frozen(Method):
         raise TypeError("frozen baselines are not trained")
 
     def embed(self, model: SentenceModel, inputs: dict[str, Tensor], purpose: str) -> Tensor:
-        pooler = self.params["pooler"]
-        needs_all = pooler in ("avg_first_last", "avg_top2")
-        out = model.encoder(**inputs, output_hidden_states=needs_all)
-        mask = inputs["attention_mask"]
-        if pooler == "cls":
-            return pool_cls(out.last_hidden_state)
-        if pooler == "avg":
-            return pool_avg(out.last_hidden_state, mask)
-        if pooler == "avg_first_last":
-            return pool_first_last(out.hidden_states, mask, self.params.get("first_last_definition", "embeddings"))
-        if pooler == "avg_top2":
-            return pool_top2(out.hidden_states, mask)
-        raise ValueError(f"unknown pooler '{pooler}'")
+        return pooled_embedding(model.encoder, inputs, self.params["pooler"],
+                                self.params.get("first_last_definition", "embeddings"))
