@@ -195,11 +195,11 @@ def print_row(row: dict) -> None:
     print("RESULT " + json.dumps(row), flush=True)
 
 
-def compare(label: str, before: tuple[str, dict], after: tuple[str, dict]) -> None:
-    """Time two variants alternately (before, after, after, before); print medians and the ratio."""
+def compare(label: str, before: tuple[str, dict], after: tuple[str, dict], alternate: bool = True) -> None:
+    """Time two variants alternately (before, after, after, before; or once each); print medians and the ratio."""
     rates: dict[str, list[float]] = {before[0]: [], after[0]: []}
     try:
-        for name, spec in (before, after, after, before):
+        for name, spec in ((before, after, after, before) if alternate else (before, after)):
             rates[name] += run(spec)["sentences_per_s"]
     except Exception as error:  # one failing variant must not hide the other figures
         print(f"compare {label}: failed: {type(error).__name__}: {error}")
@@ -256,8 +256,14 @@ def main() -> None:
               "2 no gradient; MFU = model FLOP/s / peak")
         print(f"{'method':<18} {'batch':>5} {'sentences/s':>12} {'tokens/s':>12} {'TFLOP/s':>9} {'MFU':>8} "
               f"{'passes':>6} {'pad':>6} {'peak mem':>10} {'syncs':>6}")
+        failed = []
         for name in args.methods:
-            row = summary(run(spec_for(name, args, model_dir, corpora)), args.peak_tflops)
+            try:  # one failing method must not cost the others' figures in a short GPU session
+                row = summary(run(spec_for(name, args, model_dir, corpora)), args.peak_tflops)
+            except Exception as error:
+                failed.append(name)
+                print(f"{name:<18} FAILED: {type(error).__name__}: {error}", flush=True)
+                continue
             rows.append(row)
             print_row(row)
         if not args.no_compare:
@@ -288,12 +294,14 @@ def main() -> None:
                 compare(f"compile ({first})", ("eager-mode", spec_for(first, args, model_dir, corpora,
                                                                       sync_audit=False, warmup=COMPILE_WARMUP)),
                         ("compiled", spec_for(first, args, model_dir, corpora, compile=True, sync_audit=False,
-                                              warmup=COMPILE_WARMUP)))
+                                              warmup=COMPILE_WARMUP)), alternate=False)  # one compilation
     print(f"gpu_check finished in {time.perf_counter() - started:.0f} s")
     if args.json:
         from sentrepro.fsutil import atomic_write_json
 
-        atomic_write_json(args.json, {"machine": info, "precision": precision, "results": rows})
+        atomic_write_json(args.json, {"machine": info, "precision": precision, "results": rows, "failed": failed})
+    if failed:
+        raise SystemExit(f"gpu_check: {', '.join(failed)} failed (see above)")
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ from harness import (
     machine,
     machine_line,
     median,
+    quiet_transformers,
     run_worker,
     spread,
     with_fixed_delta_rows,
@@ -170,6 +171,7 @@ def main() -> None:
     parser.add_argument("--dev-stride", type=int, default=4, help="dev δ timing: every k-th distinct dev sentence")
     parser.add_argument("--corpus", type=Path)
     args = parser.parse_args()
+    quiet_transformers()
     print(machine_line(machine()))
     with tempfile.TemporaryDirectory() as tmp:
         prepared = prepare(Path(tmp), args.corpus)

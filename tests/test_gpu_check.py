@@ -48,6 +48,7 @@ def test_every_trainable_method_reports_its_figures(output):
     results = {row["method"]: row for row in lines_with(stdout, "RESULT ")}
     assert list(results) == TRAINABLE
     assert summary["results"] == list(results.values())
+    assert summary["failed"] == []
     assert summary["precision"] == "fp32"  # CPU runs fp32 whatever --precision says
     for name, row in results.items():
         assert row["batch_size"] == BATCH
