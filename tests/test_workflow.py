@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from sentrepro.audit import audit_cell
-from tests.workflow_helpers import planned_jobs, snakemake, tiny_overlay, write_overlay
+from tests.workflow_helpers import REPO, planned_jobs, snakemake, tiny_overlay, write_overlay
 
 pytestmark = pytest.mark.slow
 
