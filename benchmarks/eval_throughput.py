@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from harness import cpu_model  # benchmarks/ is on sys.path when run as a script
 from sentrepro.backbones import load_encoder, load_tokenizer
 from sentrepro.data.sts import read_sick, read_sts_benchmark, read_sts_year
 from sentrepro.evaluation.sts import correlations, cosine_rows
@@ -160,17 +161,6 @@ def fake_manifest(senteval: Path, workdir: Path) -> Path:
     manifest = workdir / "MANIFEST.json"
     manifest.write_text(json.dumps({"name": "senteval-benchmark", "files": {}}))
     return manifest
-
-
-def cpu_model() -> str:
-    """The CPU's model name (Linux /proc/cpuinfo), else what platform knows."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def main() -> None:

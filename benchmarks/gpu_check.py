@@ -43,7 +43,6 @@ import gc
 import json
 import tempfile
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np

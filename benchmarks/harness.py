@@ -53,7 +53,8 @@ ADJECTIVE_SWAPS = (("good", "fine", "bad"), ("old", "ancient", "new"), ("large",
 # --- machine and statistics ------------------------------------------------------------------------
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
+    """The CPU's model name (Linux /proc/cpuinfo), else what platform knows."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
@@ -78,7 +79,7 @@ def machine() -> dict:
     import transformers
 
     info = {"date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "nproc": os.cpu_count(), "cpu": _cpu_model(), "ram_gib": round(_ram_gib(), 1),
+            "nproc": os.cpu_count(), "cpu": cpu_model(), "ram_gib": round(_ram_gib(), 1),
             "load_average": [round(x, 2) for x in os.getloadavg()], "python": platform.python_version(),
             "torch": torch.__version__, "transformers": transformers.__version__}
     if torch.cuda.is_available():

@@ -20,7 +20,6 @@ It prints figures and asserts nothing. Usage, from the repository root:
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 from pathlib import Path
 
