@@ -51,6 +51,7 @@ MUNGE_RUN_DIR = Path("/run/munge")
 PACKAGES = ("slurmctld", "slurmd", "slurm-client", "munge")
 
 NODE_NAME = "localhost"
+CLUSTER_NAME = "sentrepro"
 # Three partitions on the one node, so tests can tell a chosen partition from the default one.
 DEFAULT_PARTITION = "main"
 CPU_PARTITION = "cpu"
@@ -170,7 +171,7 @@ def render_slurm_conf(spec: ClusterSpec) -> str:
     gres_node = f" Gres=gpu:{FAKE_GPU_TYPE}:{spec.fake_gpus}" if spec.fake_gpus else ""
     lines = [
         spec.conf_marker,
-        "ClusterName=sentrepro",
+        f"ClusterName={CLUSTER_NAME}",
         f"SlurmctldHost={NODE_NAME}",
         "SlurmUser=root",
         "AuthType=auth/munge",
@@ -266,6 +267,61 @@ def stop_pid(pid: int, name: str, log: Log, grace_s: float = 10.0) -> bool:
     _reap(pid)
     log(f"killed {name} (pid {pid}) after {grace_s:.0f} s without exiting on SIGTERM")
     return True
+
+
+def process_environ(pid: int) -> dict[str, str]:
+    """The environment a live process was started with ({} if it is gone or unreadable)."""
+    try:
+        raw = Path(f"/proc/{pid}/environ").read_bytes()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return {}
+    pairs = (item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
+    return {key.decode(errors="replace"): value.decode(errors="replace") for key, value in pairs}
+
+
+def job_processes(cluster_name: str = CLUSTER_NAME) -> list[int]:
+    """Live processes that belong to a job of this cluster: every ``slurmstepd``, and every process whose
+    environment carries ``SLURM_CLUSTER_NAME=<cluster_name>`` with a ``SLURM_JOB_ID`` (what SLURM sets for
+    a job's batch script and steps, inherited by everything they start, daemonised or not)."""
+    own = os.getpid()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == own:
+            continue
+        pid = int(entry.name)
+        name = process_name(pid)
+        if name is None:
+            continue
+        environ = process_environ(pid)
+        if name == "slurmstepd" or (environ.get("SLURM_CLUSTER_NAME") == cluster_name
+                                    and "SLURM_JOB_ID" in environ):
+            found.append(pid)
+    return sorted(found)
+
+
+def end_job_processes(log: Log, cluster_name: str = CLUSTER_NAME, grace_s: float = 5.0) -> list[int]:
+    """SIGTERM, then SIGKILL after ``grace_s``, every process of :func:`job_processes`.
+
+    ``scancel`` with ``proctrack/linuxproc`` ends a job's process tree, but a step whose parent was lost
+    (a requeued job's ``srun`` step re-parented to PID 1) can outlive it. Returns the PIDs still alive
+    after SIGKILL (normally none)."""
+    pids = job_processes(cluster_name)
+    if not pids:
+        return []
+    log(f"ending {len(pids)} leftover job process(es): {' '.join(map(str, pids))}")
+    for signum, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 2.0)):
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signum)
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            for pid in pids:
+                _reap(pid)
+            pids = [pid for pid in pids if process_name(pid) is not None]
+            if not pids:
+                return []
+            time.sleep(0.1)
+    return pids
 
 
 def _run(cmd: list[str], timeout_s: float = 30.0) -> subprocess.CompletedProcess:
@@ -568,7 +624,8 @@ def _cancel_all_jobs(log: Log, timeout_s: float = 20.0) -> None:
 def down(cluster: Cluster | ClusterSpec | None = None, log: Log = _stderr_log) -> list[str]:
     """Stop the daemons a :class:`Cluster` started, or, given a spec, all that ``started.json`` lists.
 
-    Nothing else is touched: daemons that were reused, or never started here, keep running.
+    Every process of a job of this cluster is ended first (:func:`end_job_processes`), so no job step
+    outlives the tests. Other daemons (reused, or never started here) keep running.
     Returns the names of the daemons that were stopped.
     """
     if cluster is None:
@@ -579,6 +636,9 @@ def down(cluster: Cluster | ClusterSpec | None = None, log: Log = _stderr_log) -
         spec, owned = cluster.spec, dict(cluster.started)
     if "slurmctld" in owned and process_name(owned["slurmctld"]) == "slurmctld":
         _cancel_all_jobs(log)
+    survivors = end_job_processes(log)
+    if survivors:
+        log(f"job processes still alive after SIGKILL: {' '.join(map(str, survivors))}")
     stopped = []
     for name in DAEMONS:
         if name in owned:

@@ -9,7 +9,7 @@ from typing import Iterator
 
 import pytest
 
-from .cluster import Cluster, ClusterSpec, ClusterUnavailable, down, exclusive_use, up
+from .cluster import Cluster, ClusterSpec, ClusterUnavailable, down, exclusive_use, job_processes, up
 
 WALL_TIMES = pytest.StashKey[dict]()
 
@@ -41,6 +41,8 @@ def slurm_cluster() -> Iterator[Cluster]:
             _unavailable(reason)
         stack.callback(down, cluster, log=_log)  # runs before the session lock is released
         yield cluster
+    left = job_processes()
+    assert not left, f"processes of SLURM jobs still running after the tests: {left}"
 
 
 @pytest.fixture(scope="session")
