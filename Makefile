@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.sentrepro-installed
 
-.PHONY: demo test setup system-deps lint clean-demo
+.PHONY: demo test test-fast setup system-deps lint clean-demo
 
 setup: $(STAMP)
 
@@ -33,6 +33,11 @@ demo: setup system-deps
 
 test: setup system-deps
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -q
+
+# The inner loop: unit tests only (no workflow runs, no SLURM, nothing that trains for long). `make test`
+# (the README's test command, what CI runs) runs these and everything else.
+test-fast: setup
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -q -m "not slow and not slurm and not heavy"
 
 lint: setup
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --lint

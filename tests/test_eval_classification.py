@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 from sklearn.metrics import f1_score, precision_score, recall_score
 
 from sentrepro.evaluation.classification import classification_metrics, evaluate_wos, wos_split
@@ -52,6 +53,7 @@ def test_macro_f1_by_hand():
     assert classification_metrics(truth, predicted)["macro_f1"] == 58.33
 
 
+@pytest.mark.heavy
 def test_wos_like_problem_scores_both_levels():
     features, flat, parent = wos_like(60, 16, seed=2)
     result = evaluate_wos(features, flat, parent, mode="fasttest")
@@ -68,6 +70,7 @@ def test_wos_like_problem_scores_both_levels():
     assert "level1" not in evaluate_wos(features, flat, mode="fasttest")
 
 
+@pytest.mark.heavy
 def test_mlp_head_is_an_option():
     features, flat, _ = wos_like(40, 8, seed=3)
     result = evaluate_wos(features, flat, mode="fasttest", hidden_dim=16)

@@ -68,6 +68,7 @@ def agnews_subsample(shared_data) -> tuple[np.ndarray, np.ndarray]:
     return features.astype(np.float32), labels[chosen]
 
 
+@pytest.mark.heavy
 def test_agnews_clustering_is_far_above_chance(agnews_subsample):
     features, labels = agnews_subsample
     result = evaluate_clustering(features, labels, k=4)
@@ -80,6 +81,7 @@ def test_agnews_clustering_is_far_above_chance(agnews_subsample):
     assert all(0.0 <= value <= 100.0 for value in result["acc"] + result["nmi"])
 
 
+@pytest.mark.heavy
 def test_one_run_is_seeded_and_its_nmi_is_sklearns(agnews_subsample):
     features, labels = agnews_subsample
     first = cluster_once(features, labels, k=4, seed=3)

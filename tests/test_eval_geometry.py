@@ -65,6 +65,7 @@ def test_pairs_at_scores_draws_exact_scores_reproducibly():
         geometry.pairs_at_scores(scores, [5], 3, seed=0)
 
 
+@pytest.mark.heavy
 def test_tsne_coordinates_are_seeded():
     rng = np.random.default_rng(2)
     x = np.concatenate([rng.normal(size=(10, 6)), rng.normal(size=(10, 6)) + 8])

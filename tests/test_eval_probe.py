@@ -48,6 +48,7 @@ def test_unknown_mode_names_the_known_ones():
         resolve_mode("fast")
 
 
+@pytest.mark.heavy
 def test_separable_problem_is_learnt_almost_perfectly():
     # 64 dimensions and ~25 steps per pass: enough that SentEval's loop (which may keep epoch 1) moves the
     # weights well away from their random initialisation.
@@ -124,6 +125,7 @@ def senteval_reference_fit(X, y, X_val, y_val, l2: float, config: ProbeConfig, s
     return model, best_epoch
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("mode", ["test", "fasttest"])
 def test_stacked_grid_equals_separate_plain_senteval_fits(mode):
     config = PROBE_MODES[mode]
@@ -151,6 +153,7 @@ def test_fit_leaves_the_global_random_state_alone():
     assert np.array_equal(np.random.rand(3), expected_numpy)
 
 
+@pytest.mark.heavy
 def test_fixed_epoch_training_runs_exactly_that_long_and_learns():
     X, y = blobs(16, 2, 8, separation=4.0, seed=8)
     X_test, y_test = blobs(200, 2, 8, separation=4.0, seed=9)

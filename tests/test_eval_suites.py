@@ -59,6 +59,7 @@ def spec_for(model_dir: Path, suite: str, settings: dict) -> dict:
             "settings": {"batch_size": 16, "device": "cpu", **settings}}
 
 
+@pytest.mark.heavy
 def test_fewshot_encodes_only_the_sampled_rows_and_matches_full_encoding(tiny_models, senteval_manifest, tmp_path):
     settings = {"tasks": ["MR", "TREC", "MRPC"], "shots": 4, "seeds": [0, 1], "mode": "fasttest", "n_epochs": 3}
     spec = spec_for(tiny_models["bert"], "fewshot", settings)
@@ -92,6 +93,7 @@ def test_fewshot_encodes_only_the_sampled_rows_and_matches_full_encoding(tiny_mo
         np.mean([payload["results"][t]["reported"] for t in ("MR", "TREC", "MRPC")]))
 
 
+@pytest.mark.heavy
 def test_transfer_suite_is_deterministic_and_records_its_subset(tiny_models, senteval_manifest, tmp_path):
     settings = {"tasks": ["MR", "TREC", "MRPC"], "mode": "fasttest", "max_samples": 40, "subset_seed": 0}
     spec = spec_for(tiny_models["bert"], "transfer", settings)

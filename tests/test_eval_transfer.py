@@ -60,22 +60,29 @@ def test_cv_folds_partition_the_data_and_keep_class_ratios(cr_features, k):
         assert abs(labels[test].sum() - expected_positives) <= 1.0
 
 
+CR_SUBSET = 800  # the protocol (folds, nested L2 choice, determinism) does not need all 3,775 reviews
+
+
+@pytest.mark.heavy
 def test_cr_nested_cv_is_stable_and_beats_the_majority_class(cr_features):
     features, labels = cr_features
+    rows = np.sort(np.random.default_rng(0).choice(len(labels), CR_SUBSET, replace=False))
+    features, labels = features[rows], labels[rows]
     first = evaluate_cv_task(features, labels, mode="fasttest")
     second = evaluate_cv_task(features, labels, mode="fasttest")
     assert first == second
     json.dumps(first)  # the result is JSON-serialisable as is
-    assert len(first["folds"]) == 5 and first["n_samples"] == 3775
-    assert sum(fold["n_test"] for fold in first["folds"]) == 3775
-    assert all(fold["n_train"] + fold["n_test"] == 3775 for fold in first["folds"])
+    assert len(first["folds"]) == 5 and first["n_samples"] == CR_SUBSET
+    assert sum(fold["n_test"] for fold in first["folds"]) == CR_SUBSET
+    assert all(fold["n_train"] + fold["n_test"] == CR_SUBSET for fold in first["folds"])
     assert all(l2 in (1e-5, 1e-4, 1e-3, 1e-2) for l2 in first["l2"])
     assert first["acc"] == round(np.mean([fold["acc"] for fold in first["folds"]]), 2)
-    majority = 100 * max(labels.mean(), 1 - labels.mean())  # 63.76
+    majority = 100 * max(labels.mean(), 1 - labels.mean())  # about 64 %
     assert first["acc"] > majority + 5
     assert first["devacc"] > majority + 5
 
 
+@pytest.mark.heavy
 def test_split_task_selects_l2_on_dev_and_scores_test():
     X, y = gaussian_task(900, 2, 16, shift=0.6, seed=0)
     result = evaluate_split_task(X[:600], y[:600] + 3, X[600:750], y[600:750] + 3, X[750:], y[750:] + 3,
@@ -88,6 +95,7 @@ def test_split_task_selects_l2_on_dev_and_scores_test():
     assert result["acc"] > 75.0
 
 
+@pytest.mark.heavy
 def test_fixed_test_task_multiclass_and_binary_f1():
     X, y = gaussian_task(1200, 6, 16, shift=0.8, seed=1)
     trec_like = evaluate_fixed_test_task(X[:900], y[:900], X[900:], y[900:], mode="fasttest")
@@ -142,6 +150,7 @@ def test_per_class_sample_is_exact_and_seeded():
         sample_per_class(labels, 17, seed=0)
 
 
+@pytest.mark.heavy
 def test_fewshot_cv_task_tests_on_a_fixed_holdout_and_is_deterministic():
     X, y = gaussian_task(1000, 2, 16, shift=0.5, seed=6)
     pool, test = cv_task_holdout(y)

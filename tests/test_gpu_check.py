@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.heavy  # runs the GPU check script on every trainable method (CPU, tiny)
+
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "benchmarks" / "gpu_check.py"
 TRAINABLE = ["simcse", "promptbert", "optiprompt", "esimcse", "conpvp", "mocoutrl", "mocoutrl-released"]

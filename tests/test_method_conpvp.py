@@ -274,6 +274,7 @@ def test_loss_equals_prototype_loss_of_mlp_representations(tiny_models):
         assert torch.allclose(method.loss(model, batch), expected)
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("family", ["bert", "roberta"])
 def test_training_a_few_steps_lowers_the_loss(tiny_models, family):
     # dropout 0 (config ``dropout``): denoising subtracts two passes with independent dropout masks, and on a

@@ -249,6 +249,7 @@ def test_after_step_moves_the_dictionary_towards_the_embeddings(tiny_models):
     assert int(model.extras["dictionary"].updates) == 1
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("family", ["bert", "roberta", "deberta"])
 def test_paper_protocol_training_lowers_the_loss(tiny_models, family):
     method, model, tok = make(tiny_models, family, dropout=0.0)

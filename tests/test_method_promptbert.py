@@ -214,6 +214,7 @@ def loss_before_after(method, model, batch, steps=8, lr=1e-3) -> tuple[float, fl
     return before, loss_with_fixed_dropout(method, model, batch)
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("family", ["bert", "roberta"])
 def test_promptbert_loss_goes_down(tiny_models, wiki_sentences, family):
     method, model, tok = make(tiny_models, family)
@@ -294,6 +295,7 @@ def test_optiprompt_states_use_prompts_at_searched_positions(tiny_models):
         assert torch.allclose(method.mask_states(model, batch)[0], expected, atol=1e-5)
 
 
+@pytest.mark.heavy
 def test_optiprompt_trains_prompts_and_mlp_only(tiny_models, wiki_sentences):
     method, model, tok = make(tiny_models, "bert", kind="optiprompt", mlp="linear-tanh")
     frozen = {k: v.clone() for k, v in model.encoder.state_dict().items()}

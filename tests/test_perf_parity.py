@@ -43,6 +43,8 @@ from sentrepro.optim import build_optimizer, build_schedule
 from sentrepro.tokenize import TokenizedCorpus, tokenize_corpus
 from sentrepro.train import Optimization, TrainSettings, build_optimization, device_batch, optimizer_step
 
+pytestmark = pytest.mark.heavy  # trains tiny models many times over: `make test`, not `make test-fast`
+
 TOLERANCE = 1e-5
 STEPS = 3
 BATCH = 8

@@ -46,6 +46,7 @@ def test_batches_cover_each_epoch_once():
     assert list(batch_indices(3, 10, settings, 1)) != list(batch_indices(0, 10, settings, 1))
 
 
+@pytest.mark.heavy
 def test_training_is_deterministic_on_cpu(tmp_path, tiny_models, corpus):
     a, model_a = _run(tiny_models, corpus, tmp_path / "a")
     b, model_b = _run(tiny_models, corpus, tmp_path / "b")
@@ -54,6 +55,7 @@ def test_training_is_deterministic_on_cpu(tmp_path, tiny_models, corpus):
         assert torch.equal(pa, pb), name
 
 
+@pytest.mark.heavy
 def test_resume_after_kill_reaches_same_result(tmp_path, tiny_models, corpus):
     straight, model_straight = _run(tiny_models, corpus, tmp_path / "straight")
     interrupted = _run(tiny_models, corpus, tmp_path / "resumed", stop_after=5)[0]
