@@ -11,6 +11,11 @@ precision, host) and SLURM job; for a training summary also the selected (best S
 summary of the dev history and losses, and the job's log file. A best-of-N cell also lists the seeds
 it was compared against (``candidate=`` entries, hash-checked), and every cell the paper's number
 with the file and line it was transcribed from (``paper=`` entry).
+
+Every link also records the fingerprint of the code that made it (``provenance.code_fingerprint``,
+per module); the audit compares it with today's code and names each stale link: the file, the recorded
+and current fingerprints and the modules that differ (:func:`stale_code`). A stale link fails the audit
+like a changed hash.
 """
 
 from __future__ import annotations
@@ -20,7 +25,9 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sentrepro.codedeps import code_record, compare
 from sentrepro.fsutil import sha256_file
+from sentrepro.provenance import local_path
 
 
 class AuditError(LookupError):
@@ -90,6 +97,23 @@ def _describe(prov: dict) -> str:
             + (f" (CUDA_VISIBLE_DEVICES {prov['cuda_visible_devices']})" if prov.get("cuda_visible_devices") else ""))
 
 
+def stale_code(prov: dict) -> str | None:
+    """None when the code that wrote a provenance block is today's code (or it records none); else one
+    line: the recorded and current fingerprints of its entry point and the modules that differ."""
+    recorded = prov.get("code_fingerprint")
+    if not recorded:
+        return None
+    differences = compare(recorded)
+    if not differences:
+        return None
+    try:
+        current = code_record(recorded["entries"])["fingerprint"]
+    except ValueError:
+        current = "?"
+    return (f"code {', '.join(recorded['entries'])} changed since: recorded {recorded.get('fingerprint')}, "
+            f"now {current}; " + "; ".join(differences))
+
+
 def training_summary_lines(payload: dict) -> list[str]:
     """The selected step and a summary of the dev history and losses of a training summary (train.json)."""
     history = payload.get("history") or []
@@ -138,6 +162,16 @@ def _follow(path: Path, report: AuditReport, depth: int, seen: set[Path]) -> Non
     indent = "  " * depth
     report.lines.append(f"{indent}  · {_describe(prov)}")
     report.lines.append(f"{indent}  · config slice: {json.dumps(prov.get('config'), sort_keys=True)[:400]}")
+    recorded = prov.get("code_fingerprint")
+    stale = stale_code(prov)
+    if stale:
+        report.lines.append(f"{indent}  · STALE {stale}")
+        report.problems.append(f"{path} (stale: {stale})")
+    elif recorded:
+        report.lines.append(f"{indent}  · code fingerprint {recorded['fingerprint']} "
+                            f"({', '.join(recorded['entries'])}, {len(recorded['modules'])} files) = today's code")
+    else:
+        report.lines.append(f"{indent}  · no code fingerprint recorded (written outside the sentrepro CLI)")
     if "best_step" in payload and "history" in payload:  # training summary
         for line in training_summary_lines(payload):
             report.lines.append(f"{indent}  · {line}")
@@ -161,7 +195,9 @@ def _follow(path: Path, report: AuditReport, depth: int, seen: set[Path]) -> Non
     if "verification" in payload:  # download record
         report.lines.append(f"{indent}  · downloaded from {payload.get('url')} ({payload.get('verification')})")
     for entry in prov.get("inputs", []):
-        child = Path(entry["path"])
+        child = local_path(entry["path"])
+        if entry.get("package"):
+            report.lines.append(f"{indent}  - {entry['path']} is a file of {entry['package']} {entry.get('version')}")
         if _verify(child, entry["sha256"], report, indent + "  - ", entry["role"] + ":"):
             _follow(child, report, depth + 1, seen)
 

@@ -139,6 +139,10 @@ def cmd_train(args) -> int:
 
 
 def cmd_evaluate(args) -> int:
+    from sentrepro.evaluation.plan import SUITES
+
+    if args.suite not in SUITES:
+        raise SystemExit(f"sentrepro evaluate: unknown suite '{args.suite}' (known: {', '.join(SUITES)})")
     run_dir = Path(args.run_dir) if args.run_dir else None
     if args.suite == "sts":
         from sentrepro.runner import run_sts_evaluation
@@ -204,8 +208,8 @@ def cmd_audit(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from sentrepro.evaluation.plan import FIGURES, SUITES
-
+    # No package imports here: every command runs this, and the code a command depends on is what its
+    # own function imports (sentrepro.codedeps); suite and figure names are checked by the command.
     parser = argparse.ArgumentParser(prog="sentrepro", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -264,7 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("evaluate", help="evaluate a run (or a frozen backbone) on a suite")
-    p.add_argument("suite", choices=list(SUITES))
+    p.add_argument("suite", help="an evaluation suite (sentrepro.evaluation.plan.SUITES)")
     p.add_argument("--spec", required=True)
     p.add_argument("--run-dir", default="")
     p.add_argument("--data-manifest", "--data", dest="data_manifest", required=True,
@@ -273,7 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("figure", help="draw a paper figure (PNG + PDF) from one suite's metrics files")
-    p.add_argument("name", choices=list(FIGURES))
+    p.add_argument("name", help="a figure (sentrepro.evaluation.plan.FIGURES)")
     p.add_argument("--spec", required=True, help="figure context as JSON")
     p.add_argument("--out-prefix", required=True)
     p.add_argument("--metrics", nargs="+", required=True, help="metrics JSON files of the figure's suite")
@@ -300,7 +304,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from sentrepro.codedeps import set_running_entry
+
     args = build_parser().parse_args(argv)
+    set_running_entry([f"cli:{args.command}"])  # what provenance records as the code that ran
     return args.func(args)
 
 

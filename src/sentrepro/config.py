@@ -7,7 +7,6 @@ rate changes only that method's training slice and reruns only its jobs.
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,6 @@ from jsonschema.exceptions import best_match
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "config.schema.yaml"
-PACKAGE_DIR = Path(__file__).resolve().parent
 
 
 class ConfigError(ValueError):
@@ -265,18 +263,17 @@ def _is_network_url(url: str) -> bool:
 
 
 def code_fingerprint(modules: Iterable[str]) -> str:
-    """sha256 over the source files of the named modules (paths relative to src/sentrepro).
+    """Superseded by :func:`sentrepro.codedeps.rule_code`: a rule's ``params.code`` is
+    ``rule_code("cli:<the sentrepro command it runs>")`` (the Snakefile refuses anything else).
 
-    Used as a rule param so that editing a method's code reruns that method's jobs only.
+    Kept for rules written against the old hand-kept lists (paths relative to src/sentrepro): each
+    listed module is taken as an entry point and its whole import closure is fingerprinted
+    (normalised source, see codedeps), so such a rule is at least never stale; switch it to
+    ``rule_code``, whose entry is the command the rule runs.
     """
-    digest = hashlib.sha256()
-    for module in sorted(set(modules)):
-        path = PACKAGE_DIR / module
-        files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
-        for file in files:
-            digest.update(str(file.relative_to(PACKAGE_DIR)).encode())
-            digest.update(file.read_bytes())
-    return digest.hexdigest()[:16]
+    from sentrepro.codedeps import paths_fingerprint
+
+    return paths_fingerprint(modules)
 
 
 def canonical_json(payload: Any) -> str:

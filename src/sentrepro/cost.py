@@ -17,7 +17,9 @@ import yaml
 
 from sentrepro.config import method_params, runs
 
-ESTIMATES_PATH = Path(__file__).resolve().parent / "cost_estimates.yaml"
+# Package data this module reads (sentrepro.codedeps adds it to the code of every rule importing us).
+PACKAGE_DATA = ("cost_estimates.yaml",)
+ESTIMATES_PATH = Path(__file__).resolve().parent / PACKAGE_DATA[0]
 
 
 class CostError(ValueError):

@@ -23,7 +23,7 @@ rule table:
         table=r"[A-Za-z0-9_-]+",
     params:
         spec=lambda w: spec_json(table_context()),
-        code=table_code,
+        code=rule_code("cli:table"),
         description=table_description_text,
         prefix=lambda w, output: output.md[: -len(".md")],
     conda:

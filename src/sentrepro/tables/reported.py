@@ -15,7 +15,9 @@ from pathlib import Path
 
 import yaml
 
-REPORTED_PATH = Path(__file__).resolve().parent / "reported.yaml"
+# Package data this module reads (sentrepro.codedeps adds it to the code of every rule importing us).
+PACKAGE_DATA = ("reported.yaml",)
+REPORTED_PATH = Path(__file__).resolve().parent / PACKAGE_DATA[0]
 ENTRY_FIELDS = {"paper", "file", "where", "statistic", "columns", "marks", "rows"}
 ROW_FIELDS = {"line", "values", "std", "mark", "note"}
 

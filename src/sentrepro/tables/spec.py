@@ -31,7 +31,9 @@ import yaml
 
 from sentrepro.tables.reported import ENTRY_REFERENCE
 
-SPECS_DIR = Path(__file__).resolve().parent / "specs"
+# Package data this module reads (sentrepro.codedeps adds it to the code of every rule importing us).
+PACKAGE_DATA = ("specs/*.yaml",)
+SPECS_DIR = Path(__file__).resolve().parent / Path(PACKAGE_DATA[0]).parent
 STATISTICS = ("best-of-n", "mean")
 STATS = ("mean", "std", "max", "min", "range", "best")
 SELECTOR_FIELDS = ("backbone", "method", "suite", "key", "stat")
