@@ -14,7 +14,7 @@ with the file and line it was transcribed from (``paper=`` entry).
 
 Every link also records the fingerprint of the code that made it (``provenance.code_fingerprint``,
 per module); the audit compares it with today's code and names each stale link: the file, the recorded
-and current fingerprints and the modules that differ (:func:`stale_code`). A stale link fails the audit
+and current fingerprints and the modules that differ (:func:`sentrepro.codedeps.stale_description`). A stale link fails the audit
 like a changed hash.
 """
 
@@ -25,7 +25,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sentrepro.codedeps import code_record, compare
+from sentrepro.codedeps import stale_description
 from sentrepro.fsutil import sha256_file
 from sentrepro.provenance import local_path
 
@@ -97,23 +97,6 @@ def _describe(prov: dict) -> str:
             + (f" (CUDA_VISIBLE_DEVICES {prov['cuda_visible_devices']})" if prov.get("cuda_visible_devices") else ""))
 
 
-def stale_code(prov: dict) -> str | None:
-    """None when the code that wrote a provenance block is today's code (or it records none); else one
-    line: the recorded and current fingerprints of its entry point and the modules that differ."""
-    recorded = prov.get("code_fingerprint")
-    if not recorded:
-        return None
-    differences = compare(recorded)
-    if not differences:
-        return None
-    try:
-        current = code_record(recorded["entries"])["fingerprint"]
-    except ValueError:
-        current = "?"
-    return (f"code {', '.join(recorded['entries'])} changed since: recorded {recorded.get('fingerprint')}, "
-            f"now {current}; " + "; ".join(differences))
-
-
 def training_summary_lines(payload: dict) -> list[str]:
     """The selected step and a summary of the dev history and losses of a training summary (train.json)."""
     history = payload.get("history") or []
@@ -163,7 +146,7 @@ def _follow(path: Path, report: AuditReport, depth: int, seen: set[Path]) -> Non
     report.lines.append(f"{indent}  · {_describe(prov)}")
     report.lines.append(f"{indent}  · config slice: {json.dumps(prov.get('config'), sort_keys=True)[:400]}")
     recorded = prov.get("code_fingerprint")
-    stale = stale_code(prov)
+    stale = stale_description(recorded)
     if stale:
         report.lines.append(f"{indent}  · STALE {stale}")
         report.problems.append(f"{path} (stale: {stale})")

@@ -364,6 +364,22 @@ def compare(recorded: dict) -> list[str]:
     return lines or ["fingerprint differs (no per-module record to compare)"]
 
 
+def stale_description(recorded: dict | None) -> str | None:
+    """None when a recorded ``code_fingerprint`` is today's code (or nothing was recorded); else one
+    line naming the entry points, the recorded and current fingerprints and the modules that differ."""
+    if not recorded:
+        return None
+    differences = compare(recorded)
+    if not differences:
+        return None
+    try:
+        current = code_record(recorded["entries"])["fingerprint"]
+    except CodeDepsError:
+        current = "?"
+    return (f"code of {', '.join(recorded['entries'])} changed since: recorded {recorded.get('fingerprint')}, "
+            f"now {current}; " + "; ".join(differences))
+
+
 # --- the entry point of a rule's shell command ------------------------------------------------
 
 _SHELL_CLI = re.compile(r"(?:^|[\s;&|(])sentrepro\s+([a-z][a-z-]*)")
