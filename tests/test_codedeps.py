@@ -3,53 +3,13 @@ normalisation (comments and docstrings change nothing), package data declaration
 
 from __future__ import annotations
 
-import argparse
-import inspect
-import modulefinder
 import shutil
-import textwrap
-from pathlib import Path
 
 import pytest
 
-from sentrepro import cli, codedeps
+from sentrepro import codedeps
+from tests.module_closures import cli_commands, command_script, modulefinder_closure, rule_entries
 
-SRC = Path(codedeps.__file__).resolve().parents[1]
-
-
-def cli_commands() -> dict:
-    """Subcommand -> function, from argparse itself (not from codedeps' reading of cli.py)."""
-    parser = cli.build_parser()
-    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    return {name: sub.get_default("func") for name, sub in action.choices.items()}
-
-
-def modulefinder_closure(script: str, tmp_path: Path) -> set[str]:
-    """Package modules a script imports, by the standard library's bytecode scanner (every code object,
-    functions included); only a copy of src/ is on its path, so third-party packages are not followed.
-    modulefinder cannot enter namespace packages (sentrepro/tables has no __init__.py): the copy gets an
-    empty one, and that pseudo-module is left out of the answer."""
-    src = tmp_path / "src"
-    shutil.copytree(SRC / "sentrepro", src / "sentrepro", ignore=shutil.ignore_patterns("__pycache__"))
-    added = set()
-    for directory in [src / "sentrepro", *(p for p in (src / "sentrepro").rglob("*") if p.is_dir())]:
-        if any(directory.glob("*.py")) and not (directory / "__init__.py").exists():
-            (directory / "__init__.py").write_text("")
-            added.add(".".join(directory.relative_to(src).parts))
-    path = tmp_path / "entry.py"
-    path.write_text(script, encoding="utf-8")
-    finder = modulefinder.ModuleFinder(path=[str(src)])
-    finder.run_script(str(path))
-    return {name for name in finder.modules
-            if (name == "sentrepro" or name.startswith("sentrepro.")) and name not in added}
-
-
-def command_script(function) -> str:
-    """What `sentrepro <command>` runs in cli.py: main, build_parser, the private helpers, the command."""
-    helpers = [f for name, f in vars(cli).items() if inspect.isfunction(f) and name.startswith("_")
-               and f.__module__ == cli.__name__]
-    parts = [cli.main, cli.build_parser, *helpers, function]
-    return "\n\n".join(textwrap.dedent(inspect.getsource(f)) for f in parts)
 
 
 @pytest.mark.parametrize("command", sorted(cli_commands()))
@@ -84,6 +44,12 @@ def test_every_package_data_file_is_declared_by_a_module():
     assert shipped == declared
     assert "tables/reported.yaml" in codedeps.closure_files(["cli:table"])
     assert "tables/reported.yaml" not in codedeps.closure_files(["cli:train"])
+
+
+def test_every_rule_file_entry_is_found_and_matches_shell_entry():
+    entries = rule_entries()
+    assert entries["train"] == "cli:train" and entries["build_views"] == "sentrepro.data.views"
+    assert {"download", "tokenize", "evaluate_sts", "evaluate_suite", "analyse", "figure", "table"} <= set(entries)
 
 
 def test_shell_entry():

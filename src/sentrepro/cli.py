@@ -174,7 +174,7 @@ def cmd_table(args) -> int:
     spec = load_spec(args.name)
     context = _spec(args.spec)
     result = build_table(spec, [Path(p) for p in args.metrics], context["backbones"])
-    description = Path(args.description).read_text(encoding="utf-8") if args.description else ""
+    description = Path(args.description).read_text(encoding="utf-8") if args.description else args.description_text
     paths = write_outputs(result, Path(args.out_prefix), context["experiment"], description)
     filled = sum(1 for c in result.cells if c.value is not None)
     print(f"table {args.name}: {len(result.cells)} cells ({filled} with our numbers) -> "
@@ -290,7 +290,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--spec", required=True, help="experiment context as JSON")
     p.add_argument("--out-prefix", required=True)
     p.add_argument("--metrics", nargs="*", default=[], help="metrics JSON files (none: reported numbers only)")
-    p.add_argument("--description", default="", help="the table's caption text (workflow/report/tables/<name>.rst)")
+    p.add_argument("--description", default="", help="the table's caption file (workflow/report/tables/<name>.rst)")
+    p.add_argument("--description-text", default="", help="the caption text itself (what the workflow passes)")
     p.set_defaults(func=cmd_table)
 
     p = sub.add_parser("cost", help="count the jobs of a config and estimate its GPU-hours before running it")

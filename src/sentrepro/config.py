@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
+from urllib.parse import quote
 
 import yaml
 from jsonschema import Draft202012Validator
@@ -241,7 +242,9 @@ def source_slice(config: dict, name: str) -> dict:
     mirror = config["data"].get("mirror")
     urls = [spec.get("url") or ""] + [entry.get("url") or "" for entry in spec.get("files") or []]
     if mirror and spec.get("mirror_path") and any(_is_network_url(url) for url in urls):
-        target = Path(mirror).expanduser().resolve() / spec["mirror_path"]
+        # A relative mirror stays relative (to the working directory) in the rule's params, so a moved
+        # project plans nothing: "file:<relative path>" (file:// URLs are absolute by definition).
+        target = Path(mirror).expanduser() / spec["mirror_path"]
         if target.is_dir():
             spec["format"] = "directory"
         elif not target.is_file():
@@ -250,7 +253,7 @@ def source_slice(config: dict, name: str) -> dict:
         elif spec["format"] == "files":
             raise ConfigError(f"data.sources.{name}.mirror_path: {target} is a file, but source '{name}' has "
                               "several files; the mirror must hold them in a directory")
-        spec["url"] = target.as_uri()
+        spec["url"] = target.as_uri() if target.is_absolute() else "file:" + quote(target.as_posix())
         spec["mirrored"] = True
     return spec
 

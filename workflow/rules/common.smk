@@ -283,9 +283,7 @@ def figure_context():
 from sentrepro.tables.plan import table_inputs
 from sentrepro.tables.spec import load_spec as load_table_spec
 
-# Relative to the working directory, as every other path of the workflow: a finished project that is
-# moved or copied elsewhere keeps the same inputs and plans nothing.
-REPORT_DIR = Path(os.path.relpath(Path(workflow.basedir) / "workflow" / "report"))
+REPORT_DIR = Path(workflow.basedir) / "workflow" / "report"
 
 
 def suite_runs_if_enabled(suite):
@@ -307,6 +305,8 @@ def table_description(w):
 
 
 def table_description_text(w):
+    """The caption text itself is the table rule's param (and reaches the job on its command line): no
+    path of this checkout is an input or param, so a moved or copied project plans nothing."""
     return Path(table_description(w)).read_text(encoding="utf-8")
 
 

@@ -6,7 +6,6 @@
 rule table:
     input:
         metrics=table_metrics,
-        description=table_description,
     output:
         md=f"{EXP}/tables/{{table}}.md",
         csv=f"{EXP}/tables/{{table}}.csv",
@@ -32,4 +31,4 @@ rule table:
         f"{EXP}/logs/table/{{table}}.log",
     shell:
         "sentrepro table {wildcards.table} --spec {params.spec:q} --out-prefix {params.prefix:q} "
-        "--description {input.description:q} --metrics {input.metrics} > {log:q} 2>&1"
+        "--description-text {params.description:q} --metrics {input.metrics} > {log:q} 2>&1"
