@@ -336,11 +336,11 @@ def check_rule_code():
     """Every rule that runs sentrepro code has params.code = rule_code(<the entry its shell command
     runs>), so the command is the one source of which code a rule depends on; a rule whose code param
     names anything else (a hand-kept list) stops the workflow here."""
-    for rule in workflow.rules:
-        entry = shell_entry(rule.shellcmd or "")
+    for defined in workflow.rules:
+        entry = shell_entry(defined.shellcmd or "")
         if entry is None:
             continue
-        code = dict(rule.params.items()).get("code")
+        code = dict(defined.params.items()).get("code")
         if code != rule_code(entry):
-            raise WorkflowError(f"rule {rule.name} runs '{entry}' but its params.code is not "
+            raise WorkflowError(f"rule {defined.name} runs '{entry}' but its params.code is not "
                                 f"rule_code({entry!r}) (sentrepro.codedeps); set code=rule_code({entry!r})")
