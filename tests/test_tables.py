@@ -399,6 +399,10 @@ def test_avg_is_empty_on_a_row_that_lacks_an_averaged_column_and_the_caption_nam
     row = next(line for line in markdown.splitlines() if line.startswith("| BERT-base SimCSE"))
     assert row.endswith("| – (76.25†) |"), row  # the paper's Avg. alone, no Δ against one task
     assert "Avg. is left empty in rows BERT-base SimCSE: they lack SICKRelatedness, STS12" in markdown
+    table = tmp_path / "mini.csv"
+    table.write_text(to_csv(result))
+    text = audit_cell(table, "BERT-base SimCSE", "Avg.").text()
+    assert "no value: the row's runs lack SICKRelatedness, STS12, STS13" in text, text
     # with all seven tasks the same run's Avg. is shown, with its Δ
     files = [write_metrics(tmp_path, "bert-base", "simcse", 1, "sts", sts_results([70.0] * 7))]
     result = build_table(full_spec(tmp_path), files, {})

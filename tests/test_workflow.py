@@ -138,10 +138,12 @@ def test_audit_of_a_paper_table_cell_prints_the_chain_and_names_a_changed_checkp
     shutil.copytree(finished_run, workdir, symlinks=True)
     monkeypatch.chdir(workdir)
     table = workdir / "results" / "wftest" / "tables" / "conpvp_table3.csv"
-    report = audit_cell(table, "BERT-base SimCSE", "Avg.")
+    empty = audit_cell(table, "BERT-base SimCSE", "Avg.").text()  # the tiny run has STS-B only
+    assert "no value: the row's runs lack STS12, STS13" in empty, empty
+    report = audit_cell(table, "BERT-base SimCSE", "STS-B")
     text = report.text()
     assert report.ok, text
-    for needle in ("paper: 76.25 transcribed from conpvp-paper.txt:104",
+    for needle in ("paper: 76.85 transcribed from conpvp-paper.txt:104",
                    "metrics: results/wftest/metrics/tiny-bert/simcse/seed1/sts.json",
                    "training summary: results/wftest/runs/tiny-bert/simcse/seed1/train.json",
                    "selected step ", "dev history", "training log: results/wftest/logs/train/tiny-bert/simcse/seed1.log",
@@ -151,7 +153,7 @@ def test_audit_of_a_paper_table_cell_prints_the_chain_and_names_a_changed_checkp
     checkpoint = next((workdir / "results" / "wftest" / "runs" / "tiny-bert" / "simcse" / "seed1" / "best")
                       .glob("*.safetensors"))
     checkpoint.write_bytes(checkpoint.read_bytes() + b"\0")
-    report = audit_cell(table, "BERT-base SimCSE", "Avg.")
+    report = audit_cell(table, "BERT-base SimCSE", "STS-B")
     assert not report.ok
     assert any(str(checkpoint.relative_to(workdir)) in problem for problem in report.problems), report.problems
 
@@ -265,3 +267,34 @@ def test_a_moved_project_plans_nothing_and_each_module_edit_reruns_the_rules_tha
                    "results/wftest/runs/tiny-bert/simcse/seed1/train.json (stale: code of cli:train", "runner.py: "):
         assert needle in audit.stdout, audit.stdout[-3000:]
     runner.write_text(original, encoding="utf-8")
+
+
+def test_built_tables_compare_like_with_like(finished_run):
+    """On the tiny run (STS-B only, a synthetic WOS fixture): no Avg. where a row lacks an averaged column,
+    no Δ on a synthetic cell, in every built table."""
+    from sentrepro.tables.spec import AGGREGATE_KEY, load_spec
+
+    tables = finished_run / "results" / "wftest" / "tables"
+    checked_avg = 0
+    for name in yaml.safe_load((REPO / "config.yaml").read_text())["tables"]:
+        spec = load_spec(name)
+        with open(tables / f"{name}.csv", newline="") as handle:
+            rows = list(csv.DictReader(handle))
+        by_row: dict[str, dict[str, str]] = {}
+        for record in rows:
+            by_row.setdefault(record["row"], {})[record["column"]] = record["value"]
+        aggregates = [c["label"] for c in spec["columns"] if c.get("key", spec.get("key")) == AGGREGATE_KEY]
+        others = [c["label"] for c in spec["columns"] if c["label"] not in aggregates and not c.get("stat")
+                  and c.get("suite", spec.get("suite")) == spec.get("suite")]
+        for label, values in by_row.items():
+            for column in aggregates:
+                if others and any(not values.get(other) for other in others):
+                    assert not values.get(column), (name, label, column, values)
+                    checked_avg += 1
+        markdown = (tables / f"{name}.md").read_text()
+        for line in markdown.splitlines():
+            if line.startswith("|") and "SYNTHETIC" in line:
+                assert "Δ" not in line, (name, line)
+    assert checked_avg > 0  # the tiny run has rows with STS-B only
+    sts_main = (tables / "sts_main.md").read_text()
+    assert "Avg. is left empty in rows" in sts_main and "STS12" in sts_main

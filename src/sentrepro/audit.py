@@ -193,9 +193,14 @@ def audit_cell(csv_path: Path, row: str, column: str) -> AuditReport:
     entries = [e for e in cell["provenance"].split(";") if e]
     papers = [e.removeprefix("paper=") for e in entries if e.startswith("paper=")]
     candidates = [e.removeprefix("candidate=") for e in entries if e.startswith("candidate=")]
-    metrics = [e for e in entries if not e.startswith(("paper=", "candidate="))]
+    incomplete = [e.removeprefix("incomplete=") for e in entries if e.startswith("incomplete=")]
+    metrics = [e for e in entries if not e.startswith(("paper=", "candidate=", "incomplete="))]
     for where in papers:
         report.lines.append(f"- paper: {cell['reported']} transcribed from {where} (src/sentrepro/tables/reported.yaml)")
+    if incomplete:
+        report.lines.append(f"  no value: the row's runs lack {incomplete[0].replace(',', ', ')}, which this column "
+                            "averages; an average over fewer columns is not shown beside the paper's")
+        return report
     if not metrics:
         report.lines.append("  reported-only cell: no metrics file (not run in this experiment)")
         return report

@@ -75,7 +75,8 @@ class Cell:
 
     def sources(self) -> list[str]:
         """Provenance entries: the files behind ``value`` (``path#sha256=``), then the other seeds
-        best-of-N compared against (``candidate=path#sha256=``), then ``paper=file:line``."""
+        best-of-N compared against (``candidate=path#sha256=``), ``incomplete=<columns>`` for an
+        aggregate left empty, then ``paper=file:line``."""
         entries = []
         if self.summary is not None:
             used = [self.summary.best_seed] if self.statistic == "best" else list(self.files)
@@ -83,6 +84,8 @@ class Cell:
                 entries.append(_hashed(self.files[seed]))
             if self.statistic == "best":
                 entries += [f"candidate={_hashed(self.files[s])}" for s in self.files if s not in used]
+        if self.missing:  # an aggregate left empty: say why (the audit prints it)
+            entries.append(f"incomplete={','.join(self.missing)}")
         if self.reported is not None:
             entries.append(f"paper={self.reported.where}")
         return entries
