@@ -139,7 +139,7 @@ def test_audit_of_a_paper_table_cell_prints_the_chain_and_names_a_changed_checkp
     monkeypatch.chdir(workdir)
     table = workdir / "results" / "wftest" / "tables" / "conpvp_table3.csv"
     empty = audit_cell(table, "BERT-base SimCSE", "Avg.").text()  # the tiny run has STS-B only
-    assert "no value: the row's runs lack STS12, STS13" in empty, empty
+    assert "no value: the row's runs lack SICK-R, STS12, STS13" in empty, empty
     report = audit_cell(table, "BERT-base SimCSE", "STS-B")
     text = report.text()
     assert report.ok, text
