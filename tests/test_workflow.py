@@ -201,8 +201,8 @@ def _behaviour_change(path) -> str:
     text = path.read_text(encoding="utf-8")
     if path.suffix == ".py":
         return text + "\n_PROBE = 1\n"
-    if "\ntitle: " in text:  # a table spec (validated while the workflow plans: no unknown keys)
-        return text.replace("\ntitle: ", "\ntitle: PROBE ", 1)
+    if '\ntitle: "' in text:  # a table spec (validated while the workflow plans: no unknown keys)
+        return text.replace('\ntitle: "', '\ntitle: "PROBE ', 1)
     return text + "\n_probe: 1\n"
 
 
