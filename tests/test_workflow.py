@@ -175,25 +175,26 @@ def test_report_command_builds_a_self_contained_report_with_every_table(finished
 # --- code fingerprints: which edits rerun what; a moved project; stale cells in the audit ----------
 
 
-def _rule_graph(workdir, repo) -> dict[str, set[str]]:
-    """Rule -> the rules that consume its outputs, from `snakemake --rulegraph` (DOT)."""
-    dot = snakemake(workdir, "--rulegraph", "--forceall", repo=repo).stdout
-    names = dict(re.findall(r'^\s*(\d+)\[label = "(\w+)"', dot, re.M))
-    consumers: dict[str, set[str]] = {name: set() for name in names.values()}
+def _job_graph(workdir, repo) -> tuple[dict[str, str], dict[str, set[str]]]:
+    """Job id -> rule and job id -> the jobs consuming its outputs, from `snakemake --dag` (DOT)."""
+    dot = snakemake(workdir, "--dag", "--forceall", repo=repo).stdout
+    rules = dict(re.findall(r'^\s*(\d+)\[label = "(\w+)', dot, re.M))
+    consumers: dict[str, set[str]] = {job: set() for job in rules}
     for source, target in re.findall(r"^\s*(\d+) -> (\d+)", dot, re.M):
-        consumers[names[source]].add(names[target])
-    assert names and consumers, dot
-    return consumers
+        consumers[source].add(target)
+    assert rules and any(consumers.values()), dot
+    return rules, consumers
 
 
-def _downstream(rules: set[str], consumers: dict[str, set[str]]) -> set[str]:
-    found, todo = set(), list(rules)
+def _downstream(rules: set[str], jobs: dict[str, str], consumers: dict[str, set[str]]) -> set[str]:
+    """The rules of every job of ``rules`` and of every job downstream of one."""
+    found, todo = set(), [job for job, rule in jobs.items() if rule in rules]
     while todo:
-        rule = todo.pop()
-        if rule not in found:
-            found.add(rule)
-            todo.extend(consumers.get(rule, ()))
-    return found
+        job = todo.pop()
+        if job not in found:
+            found.add(job)
+            todo.extend(consumers[job])
+    return {jobs[job] for job in found}
 
 
 def _behaviour_change(path) -> str:
@@ -216,8 +217,8 @@ def test_a_moved_project_plans_nothing_and_each_module_edit_reruns_the_rules_tha
     assert planned_jobs(snakemake(workdir, "-n", repo=repo)) == {}
 
     # which rule's code uses which file, computed without sentrepro.codedeps (see tests/module_closures.py)
-    consumers = _rule_graph(workdir, repo)
-    in_run = set(consumers) - {"all"}
+    jobs, consumers = _job_graph(workdir, repo)
+    in_run = set(jobs.values()) - {"all"}
     closures = {rule: {module_file(m) for m in entry_closure(entry, tmp_path)}
                 for rule, entry in rule_entries(repo / "workflow" / "rules").items() if rule in in_run}
     assert {"train", "evaluate_sts", "tokenize", "table"} <= set(closures)
@@ -244,7 +245,7 @@ def test_a_moved_project_plans_nothing_and_each_module_edit_reruns_the_rules_tha
             planned = set(planned_jobs(snakemake(workdir, "-n", repo=repo))) - {"all"}
         finally:
             path.write_text(original, encoding="utf-8")
-        expected = _downstream(users(rel), consumers) - {"all"}
+        expected = _downstream(users(rel), jobs, consumers) - {"all"}
         if planned != expected:
             mismatches[rel] = {"planned": sorted(planned), "expected": sorted(expected)}
     assert not mismatches, mismatches
