@@ -22,6 +22,9 @@ include: "workflow/rules/suites.smk"
 include: "workflow/rules/report.smk"
 
 
+check_rule_code()
+
+
 localrules:
     all,
     fixture,

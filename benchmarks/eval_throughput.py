@@ -135,7 +135,7 @@ def measure_sts_suite(method, model, senteval: Path, tasks: list[str], manifest:
     rows = [row(f"STS suite {'+'.join(tasks)}, BEFORE (all splits, no dedup)", seconds, encoded, effective)]
     cfg = {"variant": "senteval", "tasks": tasks, "sts_dir": "STS", "stsb_dir": "STS/STSBenchmark",
            "sick_dir": "SICK", "batch_size": SENTEVAL_BATCH}
-    seconds, _ = timed(lambda: evaluate_sts(method, model, manifest, cfg))
+    seconds, _ = timed(lambda: evaluate_sts(method, model, manifest, cfg))  # (results, files, encoded)
     distinct = len(_distinct_test_sentences(senteval, tasks))
     rows.append(row(f"STS suite {'+'.join(tasks)}, AFTER (test splits, one dedup sorted pass)", seconds, distinct,
                     effective))

@@ -1,4 +1,4 @@
-"""`sentrepro cost`: job counts match the workflow's own plan; hours follow the documented estimates."""
+"""`sentrepro cost`: job counts are the workflow's own plan (`snakemake -n`); hours follow the documented estimates."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from sentrepro.config import load_config, runs
+from sentrepro.config import load_config
 from sentrepro.cost import CostError, estimate, load_estimates, training_steps
+from sentrepro.workflow_plan import PlanError, parse_job_stats, parse_jobs, plan
+from tests.workflow_helpers import planned_jobs, snakemake, write_overlay
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -19,25 +21,39 @@ def paper_config() -> dict:
     return load_config(REPO / "config.yaml")
 
 
-def test_paper_config_counts_every_training_and_evaluation_job(paper_config, tmp_path, monkeypatch):
-    from sentrepro.evaluation.plan import enabled_suites, suite_runs
-    from sentrepro.methods import kind_trains
+@pytest.fixture(scope="module")
+def paper_jobs(tmp_path_factory) -> list:
+    """The jobs of config.yaml as `sentrepro cost` plans them (one dry run, in an empty directory)."""
+    return plan([REPO / "config.yaml"], tmp_path_factory.mktemp("plan"))
 
+
+def test_paper_config_counts_are_the_jobs_snakemake_plans(paper_config, paper_jobs, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # no prepared corpus here: the known wiki1m size is used
-    est = estimate(paper_config)
-    trained = [r for r in runs(paper_config) if kind_trains(paper_config["methods"][r.method]["kind"])]
-    assert est.training_jobs == len(trained) > 100
-    suites = set(enabled_suites(paper_config)) | {"sts"}
-    assert est.evaluation_jobs == sum(len(suite_runs(paper_config, s)) for s in suites)
-    assert {line.suite for line in est.evaluation} == suites
+    est = estimate(paper_config, jobs=paper_jobs)
+    # the dry run as a user types it, parsed independently (its Job stats table)
+    stats = planned_jobs(snakemake(tmp_path, "-n", overlay=write_overlay(tmp_path, {})))
+    assert est.training_jobs == stats["train"] > 100
+    assert est.evaluation_jobs == stats["evaluate_sts"] + stats["evaluate_suite"] + stats["analyse"]
+    others = {rule: n for rule, n in stats.items()
+              if rule not in ("train", "evaluate_sts", "evaluate_suite", "analyse", "all")}
+    assert est.other_jobs == others
+    assert est.other_jobs["tokenize"] == 5  # sentences and views corpora per vocabulary, not one per tokenizer
     assert est.total_hours == pytest.approx(est.training_hours + est.evaluation_hours)
     assert est.training_hours > 10
 
 
-def test_simcse_bert_base_hours_follow_the_stated_assumptions(paper_config, tmp_path, monkeypatch):
+def test_plan_parsing_fails_loudly():
+    assert parse_job_stats("Building DAG of jobs...\nNothing to be done (all requested files are present).") == {}
+    with pytest.raises(PlanError, match="no 'Job stats' table"):
+        parse_job_stats("Error in rule train")
+    with pytest.raises(PlanError, match="Job stats table says"):
+        parse_jobs("rule train:\n    wildcards: backbone=b\nJob stats:\njob count\n--- -----\ntrain 2\ntotal 2\n")
+
+
+def test_simcse_bert_base_hours_follow_the_stated_assumptions(paper_config, paper_jobs, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     estimates = load_estimates()
-    line = next(t for t in estimate(paper_config, estimates).training
+    line = next(t for t in estimate(paper_config, estimates, paper_jobs).training
                 if (t.backbone, t.method) == ("bert-base", "simcse"))
     # wiki1m: 1,000,000 sentences at batch 64, one epoch; two dropout views per sentence; dev every 125 steps
     assert line.size == "base" and line.steps == math.ceil(1_000_000 / 64) == 15625
@@ -46,19 +62,20 @@ def test_simcse_bert_base_hours_follow_the_stated_assumptions(paper_config, tmp_
     assert line.dev_evaluations == 15625 // 125
     expected = 15625 * per_step + 125 * estimates["seconds_per_dev_evaluation"]["base"]
     assert line.hours == pytest.approx(line.seeds * expected / 3600)
-    large = next(t for t in estimate(paper_config, estimates).training
+    large = next(t for t in estimate(paper_config, estimates, paper_jobs).training
                  if (t.backbone, t.method) == ("bert-large", "simcse"))
     assert large.size == "large" and large.seconds_per_step > line.seconds_per_step
 
 
-def test_max_steps_wins_and_an_unknown_corpus_is_an_error_naming_the_key(paper_config, tmp_path, monkeypatch):
+def test_max_steps_wins_and_an_unknown_corpus_is_an_error_naming_the_key(paper_config, paper_jobs, tmp_path,
+                                                                         monkeypatch):
     assert training_steps({"max_steps": 60, "batch_size": 32}, None, "x") == 60
     assert training_steps({"batch_size": 256, "epochs": 5}, 1000, "x") == 20
     config = copy.deepcopy(paper_config)
     config["corpus"]["name"] = "my-corpus"
     monkeypatch.chdir(tmp_path)
     with pytest.raises(CostError, match="corpus.max_sentences"):
-        estimate(config)
+        estimate(config, jobs=paper_jobs)
 
 
 def test_cost_command_on_the_paper_config(tmp_path, monkeypatch, capsys):

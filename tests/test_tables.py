@@ -18,7 +18,7 @@ from sentrepro.audit import audit_cell
 from sentrepro.fsutil import sha256_file
 from sentrepro.tables.aggregate import best_seed, lowest_seeds, summarize
 from sentrepro.tables.build import MetricsError, build_table
-from sentrepro.tables.render import to_csv, to_latex, to_markdown, to_seeds_csv, write_outputs
+from sentrepro.tables.render import caption_paragraphs, to_csv, to_latex, to_markdown, to_seeds_csv, write_outputs
 from sentrepro.tables.reported import ReportedError, load_reported
 from sentrepro.tables.spec import SpecError, available_specs, load_spec, spec_methods, validate_spec
 
@@ -253,7 +253,7 @@ def test_long_csv_header_and_cells(two_seed_table):
     simcse = [r for r in rows[1:] if r[1] == "BERT-base SimCSE" and r[2] == "Avg."][0]
     assert simcse[3:7] == ["72.00", "1.00", "2", "76.25"]
     seeds = list(csv.reader(io.StringIO(to_seeds_csv(two_seed_table))))
-    assert seeds[0] == ["table", "row", "column", "seed", "value", "selected", "metrics_file"]
+    assert seeds[0] == ["table", "row", "column", "seed", "value", "selected", "metrics_file", "in_table", "statistic"]
     assert [(r[3], r[5]) for r in seeds[1:] if r[2] == "Avg."] == [("1", "0"), ("2", "1")]
 
 
@@ -376,3 +376,96 @@ def test_subsampled_suite_metrics_are_stated_in_the_caption(tmp_path):
     result = build_table(load_spec("conpvp_table6"), [path], {})
     assert result.subsets == {"clustering": 150}
     assert any("at most 150 examples per data set" in p for p in caption_paragraphs(result, "", "x", "t.csv"))
+
+
+# --- like with like: incomplete averages, synthetic cells, another statistic, stale code -----------
+
+
+def full_spec(tmp_path: Path) -> dict:
+    """The 7 STS columns and Avg., as ConPVP Table 3."""
+    columns = [{"key": k, "label": k} for k in STS_KEYS] + [{"key": "avg", "label": "Avg."}]
+    return mini_spec(tmp_path, columns=columns, max_seeds=4)
+
+
+def test_avg_is_empty_on_a_row_that_lacks_an_averaged_column_and_the_caption_names_it(tmp_path):
+    # the run has STS-B only: its avg (82.0) averages one task, the paper's seven
+    files = [write_metrics(tmp_path, "bert-base", "simcse", 1, "sts", {"STSBenchmark": 82.0, "avg": 82.0})]
+    result = build_table(full_spec(tmp_path), files, {})
+    cells = {c.column: c for c in result.cells if c.row == "BERT-base SimCSE"}
+    assert cells["STSBenchmark"].value == 82.0
+    assert cells["Avg."].value is None and cells["Avg."].summary is None
+    assert cells["Avg."].missing == ["SICKRelatedness", "STS12", "STS13", "STS14", "STS15", "STS16"]
+    markdown = to_markdown(result, caption_paragraphs(result, "", "x", "mini.csv"))
+    row = next(line for line in markdown.splitlines() if line.startswith("| BERT-base SimCSE"))
+    assert row.endswith("| – (76.25†) |"), row  # the paper's Avg. alone, no Δ against one task
+    assert "Avg. is left empty in rows BERT-base SimCSE: they lack SICKRelatedness, STS12" in markdown
+    table = tmp_path / "mini.csv"
+    table.write_text(to_csv(result))
+    text = audit_cell(table, "BERT-base SimCSE", "Avg.").text()
+    assert "no value: the row's runs lack SICKRelatedness, STS12, STS13" in text, text
+    # with all seven tasks the same run's Avg. is shown, with its Δ
+    files = [write_metrics(tmp_path, "bert-base", "simcse", 1, "sts", sts_results([70.0] * 7))]
+    result = build_table(full_spec(tmp_path), files, {})
+    assert {c.column: c for c in result.cells if c.row == "BERT-base SimCSE"}["Avg."].value == 70.0
+    assert not result.incomplete
+
+
+def test_a_synthetic_cell_shows_ours_and_the_paper_but_no_delta(tmp_path):
+    manifest = tmp_path / "data" / "senteval" / "MANIFEST.json"
+    manifest.parent.mkdir(parents=True)
+    manifest.write_text(json.dumps({"name": "senteval", "synthetic": True, "files": {}}))
+    files = [write_metrics(tmp_path, "bert-base", "simcse", 1, "sts", sts_results([70.0] * 7),
+                           inputs=[{"role": "STS dataset manifest", "path": str(manifest),
+                                    "sha256": sha256_file(manifest)}])]
+    result = build_table(full_spec(tmp_path), files, {})
+    cell = next(c for c in result.cells if c.row.startswith("BERT-base SimCSE") and c.column == "STS12")
+    assert cell.synthetic == ["senteval"] and cell.delta is None
+    markdown = to_markdown(result, caption_paragraphs(result, "", "x", "mini.csv"))
+    assert "70.00 (68.40†; synthetic, no Δ)" in markdown
+    assert "Δ +" not in markdown.split("### ")[0].split("| BERT-base SimCSE")[1].splitlines()[0]
+    assert "Δ -" not in markdown.split("| BERT-base SimCSE")[1].splitlines()[0]
+    assert r"$\Delta$" not in to_latex(result, []).split("SimCSE")[1].splitlines()[0]
+    rows = list(csv.DictReader(io.StringIO(to_csv(result))))
+    assert next(r for r in rows if r["row"] == cell.row and r["column"] == "STS12")["reported"] == "68.40"
+
+
+def test_a_row_whose_paper_number_is_another_statistic_gets_both_in_the_seeds_csv_and_the_caption(tmp_path):
+    # ConPVP Table 3's † PromptBERT rows: PromptBERT's mean of 10 seeds beside the table's best of 4
+    spec = mini_spec(tmp_path, max_seeds=4, rows=[
+        {"group": "BERT-base", "label": "BERT-base PromptBERT", "backbone": "bert-base", "method": "promptbert",
+         "reported": "bert-base/PromptBERT"}])
+    values = [70.0 + seed for seed in range(10)]  # seed s: every task 70 + s
+    files = [write_metrics(tmp_path, "bert-base", "promptbert", seed, "sts", sts_results([values[seed]] * 7))
+             for seed in range(10)]
+    result = build_table(spec, files, {})
+    avg = next(c for c in result.cells if c.column == "Avg.")
+    assert avg.value == 73.0 and avg.n == 4  # best of the 4 lowest seeds
+    assert sorted(avg.extra_seeds) == [4, 5, 6, 7, 8, 9]
+    seeds = [r for r in csv.DictReader(io.StringIO(to_seeds_csv(result))) if r["column"] == "Avg."]
+    assert [r["in_table"] for r in seeds if r["seed"]] == ["1"] * 4 + ["0"] * 6
+    stats = {r["statistic"]: float(r["value"]) for r in seeds if r["statistic"]}
+    assert stats == {"best of N, N = 4 (this table)": 73.0,
+                     "mean of 10 seeds (the paper's statistic for this row)": pytest.approx(74.5)}
+    markdown = to_markdown(result, caption_paragraphs(result, "", "x", "mini.csv"))
+    assert "the paper's number is PromptBERT's mean of 10 seeds, not the table's best of 4" in markdown
+
+
+def test_cells_from_stale_code_are_named_in_the_caption(tmp_path):
+    from sentrepro.codedeps import code_record
+
+    record = code_record(["cli:evaluate"])
+    stale = json.loads(json.dumps(record))
+    stale["fingerprint"] = "0" * 16
+    stale["modules"]["runner.py"] = "1" * 16
+    path = write_metrics(tmp_path, "bert-base", "simcse", 1, "sts", sts_results([70.0] * 7))
+    payload = json.loads(path.read_text())
+    payload["provenance"]["code_fingerprint"] = stale
+    path.write_text(json.dumps(payload))
+    result = build_table(full_spec(tmp_path), [path], {})
+    assert list(result.stale) == [str(path)]
+    text = to_markdown(result, caption_paragraphs(result, "", "x", "mini.csv"))
+    assert "STALE: cells of this table come from outputs written by code that has changed since" in text
+    assert f"runner.py: {'1' * 16} -> {record['modules']['runner.py']}" in text
+    payload["provenance"]["code_fingerprint"] = record  # today's code: nothing stale
+    path.write_text(json.dumps(payload))
+    assert not build_table(full_spec(tmp_path), [path], {}).stale

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import csv
+import os
+import re
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import yaml
 
 from sentrepro.audit import audit_cell
-from tests.workflow_helpers import REPO, planned_jobs, snakemake, tiny_overlay, write_overlay
+from tests.workflow_helpers import REPO, copy_checkout, planned_jobs, snakemake, tiny_overlay, write_overlay
 
 pytestmark = pytest.mark.slow
 
@@ -133,10 +138,12 @@ def test_audit_of_a_paper_table_cell_prints_the_chain_and_names_a_changed_checkp
     shutil.copytree(finished_run, workdir, symlinks=True)
     monkeypatch.chdir(workdir)
     table = workdir / "results" / "wftest" / "tables" / "conpvp_table3.csv"
-    report = audit_cell(table, "BERT-base SimCSE", "Avg.")
+    empty = audit_cell(table, "BERT-base SimCSE", "Avg.").text()  # the tiny run has STS-B only
+    assert "no value: the row's runs lack SICK-R, STS12, STS13" in empty, empty
+    report = audit_cell(table, "BERT-base SimCSE", "STS-B")
     text = report.text()
     assert report.ok, text
-    for needle in ("paper: 76.25 transcribed from conpvp-paper.txt:104",
+    for needle in ("paper: 76.85 transcribed from conpvp-paper.txt:104",
                    "metrics: results/wftest/metrics/tiny-bert/simcse/seed1/sts.json",
                    "training summary: results/wftest/runs/tiny-bert/simcse/seed1/train.json",
                    "selected step ", "dev history", "training log: results/wftest/logs/train/tiny-bert/simcse/seed1.log",
@@ -146,7 +153,7 @@ def test_audit_of_a_paper_table_cell_prints_the_chain_and_names_a_changed_checkp
     checkpoint = next((workdir / "results" / "wftest" / "runs" / "tiny-bert" / "simcse" / "seed1" / "best")
                       .glob("*.safetensors"))
     checkpoint.write_bytes(checkpoint.read_bytes() + b"\0")
-    report = audit_cell(table, "BERT-base SimCSE", "Avg.")
+    report = audit_cell(table, "BERT-base SimCSE", "STS-B")
     assert not report.ok
     assert any(str(checkpoint.relative_to(workdir)) in problem for problem in report.problems), report.problems
 
@@ -163,3 +170,132 @@ def test_report_command_builds_a_self_contained_report_with_every_table(finished
     assert "ConPVP Table 3: Spearman correlation" in html  # a table caption (workflow/report/tables/*.rst)
     for figure in (finished_run / "results" / "wftest" / "figures").glob("*.png"):
         assert figure.name in html, figure.name
+
+
+# --- code fingerprints: which edits rerun what; a moved project; stale cells in the audit ----------
+
+
+def _job_graph(workdir, repo) -> tuple[dict[str, str], dict[str, set[str]]]:
+    """Job id -> rule and job id -> the jobs consuming its outputs, from `snakemake --dag` (DOT)."""
+    dot = snakemake(workdir, "--dag", "--forceall", repo=repo).stdout
+    rules = dict(re.findall(r'^\s*(\d+)\[label = "(\w+)', dot, re.M))
+    consumers: dict[str, set[str]] = {job: set() for job in rules}
+    for source, target in re.findall(r"^\s*(\d+) -> (\d+)", dot, re.M):
+        consumers[source].add(target)
+    assert rules and any(consumers.values()), dot
+    return rules, consumers
+
+
+def _downstream(rules: set[str], jobs: dict[str, str], consumers: dict[str, set[str]]) -> set[str]:
+    """The rules of every job of ``rules`` and of every job downstream of one."""
+    found, todo = set(), [job for job, rule in jobs.items() if rule in rules]
+    while todo:
+        job = todo.pop()
+        if job not in found:
+            found.add(job)
+            todo.extend(consumers[job])
+    return {jobs[job] for job in found}
+
+
+def _behaviour_change(path) -> str:
+    """An edit that changes what a file does (not a comment): a new statement, or a changed value."""
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".py":
+        return text + "\n_PROBE = 1\n"
+    if '\ntitle: "' in text:  # a table spec (validated while the workflow plans: no unknown keys)
+        return text.replace('\ntitle: "', '\ntitle: "PROBE ', 1)
+    return text + "\n_probe: 1\n"
+
+
+def test_a_moved_project_plans_nothing_and_each_module_edit_reruns_the_rules_that_import_it(finished_run, tmp_path):
+    from tests.module_closures import (data_readers, entry_closure, module_file, package_files, rule_entries)
+
+    # the checkout and the finished run, both copied elsewhere: nothing to do
+    repo = copy_checkout(tmp_path / "moved" / "checkout")
+    workdir = tmp_path / "moved" / "work"
+    shutil.copytree(finished_run, workdir, symlinks=True)
+    assert planned_jobs(snakemake(workdir, "-n", repo=repo)) == {}
+
+    # which rule's code uses which file, computed without sentrepro.codedeps (see tests/module_closures.py)
+    jobs, consumers = _job_graph(workdir, repo)
+    in_run = set(jobs.values()) - {"all"}
+    closures = {rule: {module_file(m) for m in entry_closure(entry, tmp_path)}
+                for rule, entry in rule_entries(repo / "workflow" / "rules").items() if rule in in_run}
+    assert {"train", "evaluate_sts", "tokenize", "table"} <= set(closures)
+    package = repo / "src" / "sentrepro"
+
+    def users(rel: str) -> set[str]:
+        if rel.endswith(".py"):
+            return {rule for rule, files in closures.items() if rel in files}
+        readers = {module_file(m) for m in data_readers(rel)}
+        return {rule for rule, files in closures.items() if files & readers}
+
+    # One dry run (~10 s on 2 shared cores) per module; data files of one folder with the same readers
+    # (the 14 table specs) cannot differ in which rules read them, so one of each such group is edited.
+    groups: dict[tuple, str] = {}
+    for rel in package_files():
+        key = (rel,) if rel.endswith(".py") else (str(Path(rel).parent), tuple(sorted(data_readers(rel))))
+        groups.setdefault(key, rel)
+    mismatches = {}
+    for rel in groups.values():
+        path = package / rel
+        original = path.read_text(encoding="utf-8")
+        path.write_text(_behaviour_change(path), encoding="utf-8")
+        try:
+            planned = set(planned_jobs(snakemake(workdir, "-n", repo=repo))) - {"all"}
+        finally:
+            path.write_text(original, encoding="utf-8")
+        expected = _downstream(users(rel), jobs, consumers) - {"all"}
+        if planned != expected:
+            mismatches[rel] = {"planned": sorted(planned), "expected": sorted(expected)}
+    assert not mismatches, mismatches
+
+    # a comment and docstring edit of a module every training imports reruns nothing
+    runner = package / "runner.py"
+    original = runner.read_text(encoding="utf-8")
+    runner.write_text(original.replace('"""The steps behind', '"""(Reworded.) The steps behind', 1)
+                      + "\n# a comment\n", encoding="utf-8")
+    assert planned_jobs(snakemake(workdir, "-n", repo=repo)) == {}
+
+    # a behaviour change of runner.py: the audit of a cell names the stale files and the module
+    runner.write_text(original + "\n_PROBE = 1\n", encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(repo / "src")}
+    audit = subprocess.run([str(Path(sys.executable).with_name("sentrepro")), "audit",
+                            "results/wftest/tables/sts_main.csv", "BERT-base SimCSE", "STS-B"],
+                           cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
+    assert audit.returncode == 1, audit.stdout + audit.stderr
+    for needle in ("results/wftest/metrics/tiny-bert/simcse/seed1/sts.json (stale: code of cli:evaluate",
+                   "results/wftest/runs/tiny-bert/simcse/seed1/train.json (stale: code of cli:train", "runner.py: "):
+        assert needle in audit.stdout, audit.stdout[-3000:]
+    runner.write_text(original, encoding="utf-8")
+
+
+def test_built_tables_compare_like_with_like(finished_run):
+    """On the tiny run (STS-B only, a synthetic WOS fixture): no Avg. where a row lacks an averaged column,
+    no Δ on a synthetic cell, in every built table."""
+    from sentrepro.tables.spec import AGGREGATE_KEY, load_spec
+
+    tables = finished_run / "results" / "wftest" / "tables"
+    checked_avg = 0
+    for name in yaml.safe_load((REPO / "config.yaml").read_text())["tables"]:
+        spec = load_spec(name)
+        with open(tables / f"{name}.csv", newline="") as handle:
+            rows = list(csv.DictReader(handle))
+        by_row: dict[str, dict[str, str]] = {}
+        for record in rows:
+            by_row.setdefault(record["row"], {})[record["column"]] = record["value"]
+        aggregates = [c["label"] for c in spec["columns"] if c.get("key", spec.get("key")) == AGGREGATE_KEY]
+        others = [c["label"] for c in spec["columns"] if c["label"] not in aggregates and not c.get("stat")
+                  and c.get("suite", spec.get("suite")) == spec.get("suite")]
+        for label, values in by_row.items():
+            for column in aggregates:
+                if others and any(not values.get(other) for other in others):
+                    assert not values.get(column), (name, label, column, values)
+                    checked_avg += 1
+        markdown = (tables / f"{name}.md").read_text()
+        for line in markdown.splitlines():
+            if line.startswith("|") and "SYNTHETIC" in line:
+                assert "Δ" not in line, (name, line)
+    assert checked_avg > 0  # the tiny run has rows with STS-B only
+    sts_main = (tables / "sts_main.md").read_text()
+    assert "Avg. is left empty in rows" in sts_main and "STS12" in sts_main

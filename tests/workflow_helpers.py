@@ -7,6 +7,7 @@ option), trains on a few hundred real Wikipedia sentences, and uses tiny local b
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -54,15 +55,18 @@ def write_overlay(workdir: Path, overlay: dict) -> Path:
 
 
 def snakemake(workdir: Path, *args: str, overlay: Path | None = None, check: bool = True,
-              timeout: int = 900) -> subprocess.CompletedProcess:
+              timeout: int = 900, repo: Path = REPO) -> subprocess.CompletedProcess:
     """``snakemake -s <repo>/Snakefile -d <workdir> <args> --configfiles config.yaml overlay.yaml``.
 
     ``args`` come before ``--configfiles`` (which takes every word after it), so they may end in targets.
+    ``repo``: a copy of the checkout (see :func:`copy_checkout`), whose src/ is then imported instead.
     """
     overlay = overlay or workdir / "overlay.yaml"
-    cmd = [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(workdir), "--cores", "2", *args,
-           "--configfiles", str(REPO / "config.yaml"), str(overlay)]
+    cmd = [SNAKEMAKE, "-s", str(repo / "Snakefile"), "-d", str(workdir), "--cores", "2", *args,
+           "--configfiles", str(repo / "config.yaml"), str(overlay)]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    if repo != REPO:
+        env["PYTHONPATH"] = str(repo / "src")
     result = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
     if check and result.returncode != 0:
         raise AssertionError(f"snakemake failed ({result.returncode}):\n{result.stdout[-4000:]}\n{result.stderr[-6000:]}")
@@ -70,11 +74,17 @@ def snakemake(workdir: Path, *args: str, overlay: Path | None = None, check: boo
 
 
 def planned_jobs(result: subprocess.CompletedProcess) -> dict[str, int]:
-    """Parse the 'Job stats' table of a dry run: rule -> count (empty when nothing to do)."""
+    """Parse the 'Job stats' table of a dry run: rule -> count; {} only when Snakemake says "Nothing to
+    be done". Any other output (an error, a changed format) raises, so "plans nothing" cannot pass on
+    output that was not read."""
     text = result.stdout + result.stderr
-    jobs: dict[str, int] = {}
+    if result.returncode != 0:
+        raise AssertionError(f"snakemake failed ({result.returncode}); no plan to read:\n{text[-4000:]}")
     if "Job stats:" not in text:
-        return jobs
+        if "Nothing to be done" in text:
+            return {}
+        raise AssertionError(f"no 'Job stats' table and no 'Nothing to be done' in the dry run:\n{text[-4000:]}")
+    jobs: dict[str, int] = {}
     table = text.split("Job stats:", 1)[1].splitlines()
     for line in table[3:]:
         parts = line.split()
@@ -82,4 +92,18 @@ def planned_jobs(result: subprocess.CompletedProcess) -> dict[str, int]:
             break
         if parts[0] != "total":
             jobs[parts[0]] = int(parts[1])
+    if not jobs:
+        raise AssertionError(f"a 'Job stats' table with no rows in the dry run:\n{text[-4000:]}")
     return jobs
+
+
+def copy_checkout(target: Path) -> Path:
+    """A copy of the checkout's workflow and package (Snakefile, config.yaml, workflow/, src/sentrepro) at
+    ``target``; :func:`snakemake` with ``repo=target`` runs it with that copy of the package imported."""
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    target.mkdir(parents=True)
+    for name in ("Snakefile", "config.yaml"):
+        shutil.copy2(REPO / name, target / name)
+    shutil.copytree(REPO / "workflow", target / "workflow", ignore=ignore)
+    shutil.copytree(REPO / "src" / "sentrepro", target / "src" / "sentrepro", ignore=ignore)
+    return target

@@ -11,6 +11,11 @@ precision, host) and SLURM job; for a training summary also the selected (best S
 summary of the dev history and losses, and the job's log file. A best-of-N cell also lists the seeds
 it was compared against (``candidate=`` entries, hash-checked), and every cell the paper's number
 with the file and line it was transcribed from (``paper=`` entry).
+
+Every link also records the fingerprint of the code that made it (``provenance.code_fingerprint``,
+per module); the audit compares it with today's code and names each stale link: the file, the recorded
+and current fingerprints and the modules that differ (:func:`sentrepro.codedeps.stale_description`). A stale link fails the audit
+like a changed hash.
 """
 
 from __future__ import annotations
@@ -20,7 +25,9 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sentrepro.codedeps import stale_description
 from sentrepro.fsutil import sha256_file
+from sentrepro.provenance import local_path
 
 
 class AuditError(LookupError):
@@ -138,6 +145,16 @@ def _follow(path: Path, report: AuditReport, depth: int, seen: set[Path]) -> Non
     indent = "  " * depth
     report.lines.append(f"{indent}  · {_describe(prov)}")
     report.lines.append(f"{indent}  · config slice: {json.dumps(prov.get('config'), sort_keys=True)[:400]}")
+    recorded = prov.get("code_fingerprint")
+    stale = stale_description(recorded)
+    if stale:
+        report.lines.append(f"{indent}  · STALE {stale}")
+        report.problems.append(f"{path} (stale: {stale})")
+    elif recorded:
+        report.lines.append(f"{indent}  · code fingerprint {recorded['fingerprint']} "
+                            f"({', '.join(recorded['entries'])}, {len(recorded['modules'])} files) = today's code")
+    else:
+        report.lines.append(f"{indent}  · no code fingerprint recorded (written outside the sentrepro CLI)")
     if "best_step" in payload and "history" in payload:  # training summary
         for line in training_summary_lines(payload):
             report.lines.append(f"{indent}  · {line}")
@@ -161,7 +178,9 @@ def _follow(path: Path, report: AuditReport, depth: int, seen: set[Path]) -> Non
     if "verification" in payload:  # download record
         report.lines.append(f"{indent}  · downloaded from {payload.get('url')} ({payload.get('verification')})")
     for entry in prov.get("inputs", []):
-        child = Path(entry["path"])
+        child = local_path(entry["path"])
+        if entry.get("package"):
+            report.lines.append(f"{indent}  - {entry['path']} is a file of {entry['package']} {entry.get('version')}")
         if _verify(child, entry["sha256"], report, indent + "  - ", entry["role"] + ":"):
             _follow(child, report, depth + 1, seen)
 
@@ -174,9 +193,14 @@ def audit_cell(csv_path: Path, row: str, column: str) -> AuditReport:
     entries = [e for e in cell["provenance"].split(";") if e]
     papers = [e.removeprefix("paper=") for e in entries if e.startswith("paper=")]
     candidates = [e.removeprefix("candidate=") for e in entries if e.startswith("candidate=")]
-    metrics = [e for e in entries if not e.startswith(("paper=", "candidate="))]
+    incomplete = [e.removeprefix("incomplete=") for e in entries if e.startswith("incomplete=")]
+    metrics = [e for e in entries if not e.startswith(("paper=", "candidate=", "incomplete="))]
     for where in papers:
         report.lines.append(f"- paper: {cell['reported']} transcribed from {where} (src/sentrepro/tables/reported.yaml)")
+    if incomplete:
+        report.lines.append(f"  no value: the row's runs lack {incomplete[0].replace(',', ', ')}, which this column "
+                            "averages; an average over fewer columns is not shown beside the paper's")
+        return report
     if not metrics:
         report.lines.append("  reported-only cell: no metrics file (not run in this experiment)")
         return report

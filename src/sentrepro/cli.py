@@ -139,6 +139,10 @@ def cmd_train(args) -> int:
 
 
 def cmd_evaluate(args) -> int:
+    from sentrepro.evaluation.plan import SUITES
+
+    if args.suite not in SUITES:
+        raise SystemExit(f"sentrepro evaluate: unknown suite '{args.suite}' (known: {', '.join(SUITES)})")
     run_dir = Path(args.run_dir) if args.run_dir else None
     if args.suite == "sts":
         from sentrepro.runner import run_sts_evaluation
@@ -170,7 +174,7 @@ def cmd_table(args) -> int:
     spec = load_spec(args.name)
     context = _spec(args.spec)
     result = build_table(spec, [Path(p) for p in args.metrics], context["backbones"])
-    description = Path(args.description).read_text(encoding="utf-8") if args.description else ""
+    description = Path(args.description).read_text(encoding="utf-8") if args.description else args.description_text
     paths = write_outputs(result, Path(args.out_prefix), context["experiment"], description)
     filled = sum(1 for c in result.cells if c.value is not None)
     print(f"table {args.name}: {len(result.cells)} cells ({filled} with our numbers) -> "
@@ -181,11 +185,13 @@ def cmd_table(args) -> int:
 def cmd_cost(args) -> int:
     from sentrepro.config import ConfigError, load_config
     from sentrepro.cost import CostError, estimate, format_estimate
+    from sentrepro.workflow_plan import PlanError, plan
 
     try:
         config = load_config(*args.configfiles)
-        sys.stdout.write(format_estimate(estimate(config), list(args.configfiles)))
-    except (ConfigError, CostError) as exc:
+        jobs = plan(args.configfiles)  # the jobs snakemake -n plans for exactly these files
+        sys.stdout.write(format_estimate(estimate(config, jobs=jobs), list(args.configfiles)))
+    except (ConfigError, CostError, PlanError) as exc:
         print(exc, file=sys.stderr)
         return 2
     return 0
@@ -204,8 +210,8 @@ def cmd_audit(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from sentrepro.evaluation.plan import FIGURES, SUITES
-
+    # No package imports here: every command runs this, and the code a command depends on is what its
+    # own function imports (sentrepro.codedeps); suite and figure names are checked by the command.
     parser = argparse.ArgumentParser(prog="sentrepro", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -264,7 +270,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("evaluate", help="evaluate a run (or a frozen backbone) on a suite")
-    p.add_argument("suite", choices=list(SUITES))
+    p.add_argument("suite", help="an evaluation suite (sentrepro.evaluation.plan.SUITES)")
     p.add_argument("--spec", required=True)
     p.add_argument("--run-dir", default="")
     p.add_argument("--data-manifest", "--data", dest="data_manifest", required=True,
@@ -273,7 +279,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("figure", help="draw a paper figure (PNG + PDF) from one suite's metrics files")
-    p.add_argument("name", choices=list(FIGURES))
+    p.add_argument("name", help="a figure (sentrepro.evaluation.plan.FIGURES)")
     p.add_argument("--spec", required=True, help="figure context as JSON")
     p.add_argument("--out-prefix", required=True)
     p.add_argument("--metrics", nargs="+", required=True, help="metrics JSON files of the figure's suite")
@@ -284,7 +290,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--spec", required=True, help="experiment context as JSON")
     p.add_argument("--out-prefix", required=True)
     p.add_argument("--metrics", nargs="*", default=[], help="metrics JSON files (none: reported numbers only)")
-    p.add_argument("--description", default="", help="the table's caption text (workflow/report/tables/<name>.rst)")
+    p.add_argument("--description", default="", help="the table's caption file (workflow/report/tables/<name>.rst)")
+    p.add_argument("--description-text", default="", help="the caption text itself (what the workflow passes)")
     p.set_defaults(func=cmd_table)
 
     p = sub.add_parser("cost", help="count the jobs of a config and estimate its GPU-hours before running it")
@@ -300,7 +307,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from sentrepro.codedeps import set_running_entry
+
     args = build_parser().parse_args(argv)
+    set_running_entry([f"cli:{args.command}"])  # what provenance records as the code that ran
     return args.func(args)
 
 

@@ -7,11 +7,11 @@ rate changes only that method's training slice and reruns only its jobs.
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
+from urllib.parse import quote
 
 import yaml
 from jsonschema import Draft202012Validator
@@ -19,7 +19,6 @@ from jsonschema.exceptions import best_match
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "config.schema.yaml"
-PACKAGE_DIR = Path(__file__).resolve().parent
 
 
 class ConfigError(ValueError):
@@ -243,7 +242,9 @@ def source_slice(config: dict, name: str) -> dict:
     mirror = config["data"].get("mirror")
     urls = [spec.get("url") or ""] + [entry.get("url") or "" for entry in spec.get("files") or []]
     if mirror and spec.get("mirror_path") and any(_is_network_url(url) for url in urls):
-        target = Path(mirror).expanduser().resolve() / spec["mirror_path"]
+        # A relative mirror stays relative (to the working directory) in the rule's params, so a moved
+        # project plans nothing: "file:<relative path>" (file:// URLs are absolute by definition).
+        target = Path(mirror).expanduser() / spec["mirror_path"]
         if target.is_dir():
             spec["format"] = "directory"
         elif not target.is_file():
@@ -252,7 +253,7 @@ def source_slice(config: dict, name: str) -> dict:
         elif spec["format"] == "files":
             raise ConfigError(f"data.sources.{name}.mirror_path: {target} is a file, but source '{name}' has "
                               "several files; the mirror must hold them in a directory")
-        spec["url"] = target.as_uri()
+        spec["url"] = target.as_uri() if target.is_absolute() else "file:" + quote(target.as_posix())
         spec["mirrored"] = True
     return spec
 
@@ -265,18 +266,17 @@ def _is_network_url(url: str) -> bool:
 
 
 def code_fingerprint(modules: Iterable[str]) -> str:
-    """sha256 over the source files of the named modules (paths relative to src/sentrepro).
+    """Superseded by :func:`sentrepro.codedeps.rule_code`: a rule's ``params.code`` is
+    ``rule_code("cli:<the sentrepro command it runs>")`` (the Snakefile refuses anything else).
 
-    Used as a rule param so that editing a method's code reruns that method's jobs only.
+    Kept for rules written against the old hand-kept lists (paths relative to src/sentrepro): each
+    listed module is taken as an entry point and its whole import closure is fingerprinted
+    (normalised source, see codedeps), so such a rule is at least never stale; switch it to
+    ``rule_code``, whose entry is the command the rule runs.
     """
-    digest = hashlib.sha256()
-    for module in sorted(set(modules)):
-        path = PACKAGE_DIR / module
-        files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
-        for file in files:
-            digest.update(str(file.relative_to(PACKAGE_DIR)).encode())
-            digest.update(file.read_bytes())
-    return digest.hexdigest()[:16]
+    from sentrepro.codedeps import paths_fingerprint
+
+    return paths_fingerprint(modules)
 
 
 def canonical_json(payload: Any) -> str:

@@ -1,7 +1,8 @@
 """``sentrepro cost``: how many jobs a config runs and roughly how many GPU-hours, before running it.
 
-Counts come from the same functions the workflow uses (``config.runs`` for training,
-``evaluation.plan.suite_runs`` for evaluation jobs), so they match ``snakemake -n``. Hours come
+Counts come from the workflow's own plan: the jobs ``snakemake -n --forceall`` lists for the config
+(:mod:`sentrepro.workflow_plan`), with their wildcards, so they are the jobs ``snakemake`` would run
+on a fresh checkout (``tests/test_cost.py`` compares them with the dry run's Job stats). Hours come
 from the per-rule assumptions in ``cost_estimates.yaml`` (documented there): steps per run from the
 corpus size and batch size, seconds per step from the backbone's size class and the method's encoder
 passes, and a fixed time per evaluation job by suite and size class, all on one reference GPU.
@@ -17,7 +18,9 @@ import yaml
 
 from sentrepro.config import method_params, runs
 
-ESTIMATES_PATH = Path(__file__).resolve().parent / "cost_estimates.yaml"
+# Package data this module reads (sentrepro.codedeps adds it to the code of every rule importing us).
+PACKAGE_DATA = ("cost_estimates.yaml",)
+ESTIMATES_PATH = Path(__file__).resolve().parent / PACKAGE_DATA[0]
 
 
 class CostError(ValueError):
@@ -145,40 +148,44 @@ def _training_line(config: dict, backbone: str, method: str, seeds: int, sentenc
     return TrainingLine(backbone, method, kind, size, seeds, steps, per_step, dev, seconds, gpu)
 
 
-def estimate(config: dict, estimates: dict | None = None) -> CostEstimate:
-    """Job counts and hours for a validated config."""
-    from sentrepro.evaluation.plan import enabled_figures, enabled_suites, suite_resources, suite_runs
-    from sentrepro.methods import kind_trains
+# Rules whose jobs evaluate a run on a suite; the STS rule's suite is implicit.
+EVALUATION_RULES = {"evaluate_sts": "sts", "evaluate_suite": None, "analyse": None}
+
+
+def estimate(config: dict, estimates: dict | None = None, jobs: list | None = None) -> CostEstimate:
+    """Job counts and hours for a validated config; ``jobs`` is its plan (default: the dry run of
+    :func:`sentrepro.workflow_plan.plan_config`, in the current directory)."""
+    from sentrepro.evaluation.plan import suite_resources
+    from sentrepro.workflow_plan import plan_config
 
     estimates = estimates or load_estimates()
-    all_runs = runs(config)
+    jobs = plan_config(config) if jobs is None else jobs
     sentences = corpus_sentences(config, estimates)
     result = CostEstimate(experiment=config["experiment"], reference_gpu=estimates["reference_gpu"])
     groups: dict[tuple[str, str], int] = {}
-    for run in all_runs:
-        if kind_trains(config["methods"][run.method]["kind"]):
-            groups[(run.backbone, run.method)] = groups.get((run.backbone, run.method), 0) + 1
+    evaluations: dict[str, dict[str, int]] = {}
+    other: dict[str, int] = {}
+    for job in jobs:
+        if job.rule == "train":
+            key = (job.wildcards["backbone"], job.wildcards["method"])
+            groups[key] = groups.get(key, 0) + 1
+        elif job.rule in EVALUATION_RULES:
+            suite = EVALUATION_RULES[job.rule] or job.wildcards["suite"]
+            backbone = job.wildcards["backbone"]
+            size = size_class(backbone, config["backbones"][backbone], estimates)
+            per_size = evaluations.setdefault(suite, {})
+            per_size[size] = per_size.get(size, 0) + 1
+        elif job.rule != "all":
+            other[job.rule] = other.get(job.rule, 0) + 1
     for (backbone, method), seeds in sorted(groups.items()):
         result.training.append(_training_line(config, backbone, method, seeds, sentences, estimates))
-    suites = enabled_suites(config)
-    if "sts" not in suites:
-        suites = ["sts"] + suites
-    for suite in suites:
-        per_size: dict[str, int] = {}
-        for run in suite_runs(config, suite):
-            size = size_class(run.backbone, config["backbones"][run.backbone], estimates)
-            per_size[size] = per_size.get(size, 0) + 1
+    for suite, per_size in sorted(evaluations.items(), key=lambda item: (item[0] != "sts", item[0])):
         table = estimates["seconds_per_evaluation_job"].get(suite, estimates["default_seconds_per_evaluation_job"])
         seconds = sum(count * table[size] for size, count in per_size.items())
         gpu = bool(suite_resources(config, suite).get("gpu", 0)) if suite != "sts" else False
         result.evaluation.append(EvaluationLine(suite, per_size, seconds, gpu))
-    tokenizers = {config["backbones"][r.backbone]["tokenizer"] for r in all_runs
-                  if kind_trains(config["methods"][r.method]["kind"])}
-    result.unfilled = unfilled_table_cells(config, all_runs)
-    result.other_jobs = {"download/prepare data sources": len(config["data"]["sources"]),
-                         "tokenize (once per tokenizer)": len(tokenizers),
-                         "table": len(config.get("tables", [])),
-                         "figure": len(enabled_figures(config))}
+    result.unfilled = unfilled_table_cells(config, runs(config))
+    result.other_jobs = dict(sorted(other.items()))
     return result
 
 

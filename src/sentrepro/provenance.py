@@ -5,12 +5,20 @@ carries a ``provenance`` block: its inputs with sha256, the resolved config slic
 version (git commit + dirty flag + package version), library versions, device, precision, wall
 time, host, SLURM job id and the job's CUDA_VISIBLE_DEVICES. Inputs that are themselves
 provenance-carrying JSON files are followed by ``audit`` down to the raw downloads.
+
+``code_fingerprint`` is the fingerprint of the code the job ran, per module
+(:func:`sentrepro.codedeps.code_record` of the command's entry point), so that ``audit`` and the table
+builder can say which outputs were made by code that has changed since. Input paths are recorded
+relative to the project (the working directory); a file inside an installed package (a backbone shipped
+on PyPI) as ``pkg://<package>/<path>`` with the distribution's name and version, never by the absolute
+path of one machine's virtual environment.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import functools
+import importlib.util
 import os
 import platform
 import socket
@@ -22,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from sentrepro import __version__
+from sentrepro.codedeps import running_record
 from sentrepro.fsutil import sha256_file
 
 LIBRARIES = ("torch", "transformers", "tokenizers", "numpy", "scipy", "scikit-learn", "snakemake")
@@ -69,10 +78,55 @@ def device_info(device: str | None = None) -> dict:
     return info
 
 
-def file_record(path: str | os.PathLike, role: str) -> dict:
-    """An input entry: role, path (as given, relative to the workflow directory), sha256, size."""
+SITE_DIRS = ("site-packages", "dist-packages")
+
+
+def installed_package_file(path: Path) -> dict | None:
+    """``{"path": "pkg://<package>/<file>", "package": <distribution>, "version": ...}`` for a file inside
+    an installed package (site-packages), else None."""
+    parts = path.resolve().parts
+    site = max((i for i, part in enumerate(parts) if part in SITE_DIRS), default=None)
+    if site is None or site + 2 > len(parts) - 1:
+        return None
+    top, rest = parts[site + 1], parts[site + 2:]
+    distributions = metadata.packages_distributions().get(top, [])
+    record: dict[str, Any] = {"path": f"pkg://{top}/{'/'.join(rest)}"}
+    if distributions:
+        record["package"] = distributions[0]
+        record["version"] = metadata.version(distributions[0])
+    return record
+
+
+def project_path(path: str | os.PathLike) -> dict:
+    """How a path is recorded: relative to the project (working directory) when inside it, a package
+    file by package and version, anything else (a model directory elsewhere) as given."""
     path = Path(path)
-    return {"role": role, "path": str(path), "sha256": sha256_file(path), "bytes": path.stat().st_size}
+    if path.is_absolute():
+        installed = installed_package_file(path)
+        if installed is not None:
+            return installed
+        try:
+            return {"path": str(path.resolve().relative_to(Path.cwd().resolve()))}
+        except ValueError:
+            return {"path": str(path)}
+    return {"path": str(path)}
+
+
+def local_path(recorded: str) -> Path:
+    """The file a recorded path names on this machine (``pkg://`` resolved in the installed package)."""
+    if recorded.startswith("pkg://"):
+        package, _, rest = recorded.removeprefix("pkg://").partition("/")
+        spec = importlib.util.find_spec(package)
+        if spec is None or not spec.submodule_search_locations:
+            return Path(recorded)  # not installed here: reported missing by whoever checks it
+        return Path(list(spec.submodule_search_locations)[0]) / rest
+    return Path(recorded)
+
+
+def file_record(path: str | os.PathLike, role: str) -> dict:
+    """An input entry: role, path (see :func:`project_path`), sha256, size."""
+    path = Path(path)
+    return {"role": role, **project_path(path), "sha256": sha256_file(path), "bytes": path.stat().st_size}
 
 
 @dataclass
@@ -101,6 +155,7 @@ class Provenance:
             "config": self.config,
             "seed": self.seed,
             "code": code_version(),
+            "code_fingerprint": running_record(),
             "libraries": library_versions(),
             "device": device_info(self.device),
             "precision": self.precision,

@@ -137,10 +137,18 @@ def run_sts_evaluation(spec: dict, run_dir: Path | None, sts_manifest: Path, out
     prov.add_input(sts_manifest, "STS dataset manifest")
     model.to(device)
     sts = spec["sts"]
-    results, used_files = evaluate_sts(method, model, Path(sts_manifest), sts, device=device, precision=precision)
+    results, used_files, encoded = evaluate_sts(method, model, Path(sts_manifest), sts, device=device,
+                                                precision=precision)
     for path in used_files:
         prov.add_input(path, "STS data file")
+    manifest = read_json(sts_manifest)
+    # The keys every metrics file has (README, evaluation suites): the data's source and whether it is
+    # a generated fixture (from its manifest), the subset scored (STS always scores whole test sets)
+    # and how many distinct sentences were encoded.
     payload = {"suite": "sts", "variant": sts["variant"], "aggregation": "all", "results": results,
+               "data": {"source": sts.get("source") or manifest.get("name"),
+                        "synthetic": bool(manifest.get("synthetic", False))},
+               "subset": None, "encoded_sentences": encoded,
                "provenance": prov.finish()}
     atomic_write_json(out, payload)
     return payload

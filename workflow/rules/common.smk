@@ -1,5 +1,6 @@
 # Config -> targets and input functions. Every rule gets only the config slice it depends on, as
-# canonical JSON in params.spec, plus a fingerprint of the source modules it runs.
+# canonical JSON in params.spec, plus params.code = rule_code("cli:<command>"): the fingerprint of the
+# code the sentrepro command it runs imports (sentrepro.codedeps; check_rule_code below enforces it).
 import json
 from pathlib import Path
 
@@ -10,14 +11,14 @@ from sentrepro.config import (
     Run,
     backbone_slice,
     canonical_json,
-    code_fingerprint,
     runs,
     source_slice,
     sts_slice,
     train_slice,
     validate,
 )
-from sentrepro.methods import kind_training_corpus, kind_trains, method_modules
+from sentrepro.codedeps import rule_code, shell_entry
+from sentrepro.methods import kind_training_corpus, kind_trains
 
 try:
     _validated = validate(config)
@@ -150,12 +151,6 @@ def fixture_inputs(w):
     return sorted(f"{FIXTURES}/{name}" for name in generators if name)
 
 
-def fixture_code(w):
-    from sentrepro.data.fixtures import GENERATOR_MODULES
-
-    return code_fingerprint(GENERATOR_MODULES[w.generator])
-
-
 def train_resource(name, default):
     return lambda w: config["backbones"][w.backbone].get("resources", {}).get(name, default)
 
@@ -220,9 +215,7 @@ def table_context():
 # --- evaluation suites beyond STS, analyses and figures (workflow/rules/suites.smk) -----------
 from sentrepro.evaluation.plan import (
     ANALYSIS_SUITES,
-    FIGURE_MODULES,
     PROTOCOL_SUITES,
-    SUITE_MODULES,
     drawable_figures,
     enabled_suites,
     source_is_synthetic,
@@ -271,10 +264,6 @@ def suite_data(w):
     return manifest(source) if source else corpus_sentences_file()
 
 
-def suite_code(w):
-    return code_fingerprint(method_modules(method_kind(w.method)) + SUITE_MODULES[w.suite])
-
-
 def suite_resource(name, default):
     return lambda w: suite_resources(config, w.suite).get(name, default)
 
@@ -316,11 +305,9 @@ def table_description(w):
 
 
 def table_description_text(w):
+    """The caption text itself is the table rule's param (and reaches the job on its command line): no
+    path of this checkout is an input or param, so a moved or copied project plans nothing."""
     return Path(table_description(w)).read_text(encoding="utf-8")
-
-
-def table_code(w):
-    return code_fingerprint(["tables", "tables/reported.yaml", f"tables/specs/{w.table}.yaml", "fsutil.py"])
 
 
 def table_paper(w):
@@ -340,3 +327,20 @@ def primary_stand_in(name, backbone):
     """The paper backbone a demo backbone is labelled as in figures (the first of a list)."""
     value = backbone.get("stands_in_for", name)
     return value if isinstance(value, str) else value[0]
+
+
+# --- the code a rule runs (sentrepro.codedeps) ---------------------------------------------------
+
+
+def check_rule_code():
+    """Every rule that runs sentrepro code has params.code = rule_code(<the entry its shell command
+    runs>), so the command is the one source of which code a rule depends on; a rule whose code param
+    names anything else (a hand-kept list) stops the workflow here."""
+    for defined in workflow.rules:
+        entry = shell_entry(defined.shellcmd or "")
+        if entry is None:
+            continue
+        code = dict(defined.params.items()).get("code")
+        if code != rule_code(entry):
+            raise WorkflowError(f"rule {defined.name} runs '{entry}' but its params.code is not "
+                                f"rule_code({entry!r}) (sentrepro.codedeps); set code=rule_code({entry!r})")

@@ -10,7 +10,7 @@ rule fixture:
     wildcard_constraints:
         generator="senteval|clustering|wos",
     params:
-        code=fixture_code,
+        code=rule_code("cli:fixture"),
     conda:
         "../../envs/data.yaml"
     log:
@@ -26,7 +26,7 @@ rule download:
         f"{RES}/downloads/{{source}}/download.json",
     params:
         spec=lambda w: spec_json(source_slice(config, w.source)),
-        code=code_fingerprint(["data/download.py", "data/sources.py", "data/prepare.py"]),
+        code=rule_code("cli:download"),
         fixtures=FIXTURES,
     conda:
         "../../envs/data.yaml"
@@ -44,7 +44,7 @@ rule prepare_dataset:
         f"{RES}/data/{{source}}/MANIFEST.json",
     params:
         spec=lambda w: spec_json(source_slice(config, w.source)),
-        code=code_fingerprint(["data/extract.py", "data/prepare.py"]),
+        code=rule_code("cli:prepare-dataset"),
         record=lambda w, input: input[0] if input else "",
     conda:
         "../../envs/data.yaml"
@@ -62,8 +62,7 @@ rule check_dataset:
         f"{RES}/data/{{source}}/CHECKED.json",
     params:
         spec=lambda w: spec_json(source_slice(config, w.source)),
-        code=code_fingerprint(["data/check.py", "data/sts.py", "data/transfer.py", "data/clustering.py",
-                               "data/wos.py", "data/records.py", "data/counts.py"]),
+        code=rule_code("cli:check-dataset"),
     conda:
         "../../envs/data.yaml"
     log:
@@ -81,7 +80,7 @@ rule prepare_corpus:
         record=f"{RES}/corpus/{{corpus}}/sentences.txt.json",
     params:
         spec=lambda w: spec_json(config["corpus"]),
-        code=code_fingerprint(["data/prepare.py", "data/wikidump.py"]),
+        code=rule_code("cli:prepare-corpus"),
     conda:
         "../../envs/data.yaml"
     log:

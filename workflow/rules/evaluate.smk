@@ -10,8 +10,7 @@ rule evaluate_sts:
         f"{EXP}/metrics/{{backbone}}/{{method}}/{{run}}/sts.json",
     params:
         spec=lambda w: eval_spec(w, sts_slice(config)),
-        code=lambda w: code_fingerprint(method_modules(method_kind(w.method))
-                                        + ["evaluation/sts.py", "evaluation/sts_suite.py", "data/sts.py"]),
+        code=rule_code("cli:evaluate"),
         run_dir=lambda w, input: str(Path(input.run[0]).parent) if input.run else "",
     resources:
         mem_mb=8000,

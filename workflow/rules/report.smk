@@ -6,7 +6,6 @@
 rule table:
     input:
         metrics=table_metrics,
-        description=table_description,
     output:
         md=f"{EXP}/tables/{{table}}.md",
         csv=f"{EXP}/tables/{{table}}.csv",
@@ -23,7 +22,7 @@ rule table:
         table=r"[A-Za-z0-9_-]+",
     params:
         spec=lambda w: spec_json(table_context()),
-        code=table_code,
+        code=rule_code("cli:table"),
         description=table_description_text,
         prefix=lambda w, output: output.md[: -len(".md")],
     conda:
@@ -32,4 +31,4 @@ rule table:
         f"{EXP}/logs/table/{{table}}.log",
     shell:
         "sentrepro table {wildcards.table} --spec {params.spec:q} --out-prefix {params.prefix:q} "
-        "--description {input.description:q} --metrics {input.metrics} > {log:q} 2>&1"
+        "--description-text {params.description:q} --metrics {input.metrics} > {log:q} 2>&1"

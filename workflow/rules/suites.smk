@@ -12,7 +12,7 @@ rule evaluate_suite:
         f"{EXP}/metrics/{{backbone}}/{{method}}/{{run}}/{{suite,{PROTOCOL_SUITE_RE}}}.json",
     params:
         spec=suite_spec,
-        code=suite_code,
+        code=rule_code("cli:evaluate"),
         run_dir=lambda w, input: str(Path(input.run[0]).parent) if input.run else "",
     resources:
         gpu=suite_resource("gpu", 0),
@@ -39,7 +39,7 @@ rule analyse:
         f"{EXP}/metrics/{{backbone}}/{{method}}/{{run}}/{{suite,{ANALYSIS_SUITE_RE}}}.json",
     params:
         spec=suite_spec,
-        code=suite_code,
+        code=rule_code("cli:evaluate"),
         run_dir=lambda w, input: str(Path(input.run[0]).parent) if input.run else "",
     resources:
         gpu=suite_resource("gpu", 0),
@@ -72,7 +72,7 @@ rule figure:
         record=f"{EXP}/figures/{{figure}}.json",
     params:
         spec=lambda w: spec_json(figure_context()),
-        code=code_fingerprint(FIGURE_MODULES),
+        code=rule_code("cli:figure"),
         prefix=lambda w, output: output.png[: -len(".png")],
     conda:
         "../../envs/report.yaml"

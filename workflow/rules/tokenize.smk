@@ -8,7 +8,7 @@ rule tokenize:
         f"{RES}/tokenized/{{tokenizer}}/{{corpus}}/tokenized.json",
     params:
         spec=lambda w: spec_json({"tokenizer": w.tokenizer, "model": tokenizer_model(w.tokenizer)}),
-        code=code_fingerprint(["tokenize.py", "backbones.py"]),
+        code=rule_code("cli:tokenize"),
     resources:
         mem_mb=8000,
         runtime=60,

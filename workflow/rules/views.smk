@@ -18,7 +18,7 @@ rule build_views:
         tsv=f"{RES}/corpus/{{corpus}}{VIEWS_SUFFIX}/views.tsv",
     params:
         spec=lambda w: spec_json(views_spec()),
-        code=code_fingerprint(["data/views.py", "data/wordnet.py"]),
+        code=rule_code("sentrepro.data.views"),
         out_dir=lambda w, output: str(Path(output.sentences).parent),
     resources:
         mem_mb=8000,

@@ -225,7 +225,10 @@ class ViewTriples:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m sentrepro.data.views``: the workflow's build_views step."""
+    from sentrepro.codedeps import set_running_entry
     from sentrepro.data.prepare import dataset_file
+
+    set_running_entry([__spec__.name])  # the code provenance records: this module's closure
 
     parser = argparse.ArgumentParser(prog="python -m sentrepro.data.views", description=main.__doc__)
     parser.add_argument("--spec", required=True, help="the config's views section as JSON")

@@ -29,25 +29,6 @@ FIGURES = ("cosine_gold", "token_removal", "tsne", "fewshot", "align_uniform", "
 # prepared training corpus.
 STS_ANALYSES = ("cosine_gold", "token_removal", "tsne", "align_uniform")
 
-# Source modules (relative to src/sentrepro) each suite's result depends on, for params.code.
-SUITE_MODULES: dict[str, list[str]] = {
-    "transfer": ["evaluation/suites.py", "evaluation/transfer.py", "evaluation/probe.py", "evaluation/subsets.py",
-                 "data/transfer.py"],
-    "fewshot": ["evaluation/suites.py", "evaluation/fewshot.py", "evaluation/transfer.py", "evaluation/probe.py",
-                "evaluation/subsets.py", "data/transfer.py"],
-    "clustering": ["evaluation/suites.py", "evaluation/clustering.py", "evaluation/subsets.py",
-                   "data/clustering.py"],
-    "wos": ["evaluation/suites.py", "evaluation/classification.py", "evaluation/transfer.py",
-            "evaluation/probe.py", "evaluation/subsets.py", "data/wos.py"],
-    "cosine_gold": ["evaluation/suites.py", "evaluation/analyses.py", "evaluation/geometry.py", "data/sts.py"],
-    "token_removal": ["evaluation/suites.py", "evaluation/analyses.py", "evaluation/geometry.py",
-                      "evaluation/sts_suite.py", "evaluation/sts.py", "data/sts.py"],
-    "tsne": ["evaluation/suites.py", "evaluation/analyses.py", "evaluation/geometry.py", "data/sts.py"],
-    "align_uniform": ["evaluation/suites.py", "evaluation/analyses.py", "evaluation/geometry.py", "data/sts.py"],
-    "anisotropy": ["evaluation/suites.py", "evaluation/analyses.py", "evaluation/geometry.py"],
-}
-FIGURE_MODULES = ["evaluation/figures.py"]
-
 # Keys of a suite block that only schedule or select jobs; they never change a result.
 _NOT_RESULT_KEYS = ("runs", "resources")
 

@@ -71,11 +71,15 @@ def score_tasks(tasks: dict[str, dict[str, list]], embed) -> dict:
 
 
 def evaluate_sts(method, model, manifest: Path, cfg: dict, *, device="cpu", precision="fp32"):
+    """Score the configured tasks: (results, data files read, distinct sentences encoded)."""
     root = Path(manifest).parent / FILES
     tasks, used = load_sts_tasks(root, cfg)
+    encoded = 0
 
     def embed(sentences: list[str]) -> np.ndarray:
+        nonlocal encoded
+        encoded += len(set(sentences))  # encode_sentences encodes each distinct sentence once
         return encode_sentences(method, model, sentences, purpose="test", batch_size=cfg.get("batch_size", 128),
                                 device=device, precision=precision)
 
-    return score_tasks(tasks, embed), used
+    return score_tasks(tasks, embed), used, encoded

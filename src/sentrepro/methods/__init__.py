@@ -16,23 +16,6 @@ METHODS: dict[str, type[Method]] = {cls.kind: cls for cls in (SimCSE, Frozen)}
 METHODS.update({cls.kind: cls for cls in (PromptBERT, OptiPrompt, ESimCSE, ManualPrompt, Whitening, StaticTokenAvg)})
 METHODS.update({cls.kind: cls for cls in (ConPVP, MoCoUTRL)})
 
-# Source modules (relative to src/sentrepro) whose code a method's results depend on; used as a
-# rule param so an edit reruns that method's jobs only.
-COMMON_MODULES = ["methods/base.py", "backbones.py", "encoding.py"]
-METHOD_MODULES: dict[str, list[str]] = {
-    "simcse": ["methods/simcse.py", "train.py", "optim.py", "tokenize.py"],
-    "frozen": ["methods/frozen.py"],
-    "promptbert": ["methods/promptbert.py", "methods/simcse.py", "templates.py", "train.py", "optim.py", "tokenize.py"],
-    "optiprompt": ["methods/optiprompt.py", "methods/promptbert.py", "methods/simcse.py", "templates.py", "train.py",
-                   "optim.py", "tokenize.py"],
-    "esimcse": ["methods/esimcse.py", "methods/simcse.py", "train.py", "optim.py", "tokenize.py"],
-    "manual_prompt": ["methods/baselines.py", "methods/promptbert.py", "templates.py"],
-    "whitening": ["methods/baselines.py"],
-    "static_token_avg": ["methods/baselines.py"],
-    "conpvp": ["methods/conpvp.py", "templates.py", "train.py", "optim.py", "tokenize.py"],
-    "mocoutrl": ["methods/mocoutrl.py", "data/views.py", "train.py", "optim.py", "tokenize.py"],
-}
-
 
 def build_method(kind: str, params: dict, family: str, tokenizer) -> Method:
     try:
@@ -40,10 +23,6 @@ def build_method(kind: str, params: dict, family: str, tokenizer) -> Method:
     except KeyError:
         raise ValueError(f"unknown method kind '{kind}' (known: {', '.join(sorted(METHODS))})") from None
     return cls(params, family, tokenizer)
-
-
-def method_modules(kind: str) -> list[str]:
-    return COMMON_MODULES + METHOD_MODULES[kind]
 
 
 def kind_training_corpus(kind: str) -> str:

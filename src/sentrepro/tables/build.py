@@ -13,6 +13,13 @@ mean ± population std), the headline one being the spec's ``statistic``; the pu
 its std, footnote mark and file:line; and the metrics files (with sha256) the value came from, so
 ``sentrepro audit`` can follow the chain. Inputs built from synthetic fixtures are detected from the
 dataset manifests in the provenance chain and labelled in the row.
+
+Like with like: an aggregate cell (metric key ``avg``) is filled only when the run has every metric the
+aggregate averages (the column's or spec's ``averages``, else the table's other columns of that suite);
+otherwise it stays empty and :attr:`TableResult.incomplete` names the missing columns for the caption.
+A cell computed on synthetic data has no Δ against the paper. A cell whose provenance chain was written
+by code that has changed since (``provenance.code_fingerprint``, see :mod:`sentrepro.codedeps`) is
+listed in :attr:`TableResult.stale`.
 """
 
 from __future__ import annotations
@@ -21,11 +28,12 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sentrepro.codedeps import stale_description
 from sentrepro.fsutil import read_json, sha256_file
 from sentrepro.tables.aggregate import SeedSummary, lowest_seeds, summarize
 from sentrepro.tables.reported import ReportedValue, load_reported, reported_value, resolve_row
 from sentrepro.tables.plan import stands_in_for
-from sentrepro.tables.spec import cell_selector
+from sentrepro.tables.spec import AGGREGATE_KEY, averaged_keys, cell_selector
 
 CSV_HEADER = ["table", "row", "column", "value", "std", "n", "reported", "provenance"]
 
@@ -54,16 +62,21 @@ class Cell:
     synthetic: list = field(default_factory=list)   # names of synthetic datasets in the chain
     stand_in: str | None = None                     # config backbone used in place of the paper's
     forced: bool = False                            # the column fixes the statistic (`stat`)
+    missing: list = field(default_factory=list)     # aggregate cell: averaged columns the run lacks
+    stale: list = field(default_factory=list)       # files of the chain made by code changed since
+    extra_seeds: dict = field(default_factory=dict)  # seed -> value beyond max_seeds (paper's statistic differs)
 
     @property
     def delta(self) -> float | None:
-        if self.value is None or self.reported is None or self.reported.value is None:
+        """ours − paper; None when either is missing or our number comes from synthetic data."""
+        if self.value is None or self.reported is None or self.reported.value is None or self.synthetic:
             return None
         return self.value - self.reported.value
 
     def sources(self) -> list[str]:
         """Provenance entries: the files behind ``value`` (``path#sha256=``), then the other seeds
-        best-of-N compared against (``candidate=path#sha256=``), then ``paper=file:line``."""
+        best-of-N compared against (``candidate=path#sha256=``), ``incomplete=<columns>`` for an
+        aggregate left empty, then ``paper=file:line``."""
         entries = []
         if self.summary is not None:
             used = [self.summary.best_seed] if self.statistic == "best" else list(self.files)
@@ -71,6 +84,8 @@ class Cell:
                 entries.append(_hashed(self.files[seed]))
             if self.statistic == "best":
                 entries += [f"candidate={_hashed(self.files[s])}" for s in self.files if s not in used]
+        if self.missing:  # an aggregate left empty: say why (the audit prints it)
+            entries.append(f"incomplete={','.join(self.missing)}")
         if self.reported is not None:
             entries.append(f"paper={self.reported.where}")
         return entries
@@ -96,6 +111,8 @@ class TableResult:
     stand_ins: dict[str, list[str]]               # config backbone -> paper backbones it filled
     synthetic: list[str]                          # synthetic datasets anywhere in the table
     subsets: dict = field(default_factory=dict)   # suite -> max_samples of subsampled metrics files
+    incomplete: dict = field(default_factory=dict)  # aggregate column -> {row: [missing columns]}
+    stale: dict = field(default_factory=dict)     # file -> what changed in the code that made it
 
 
 # --- reading metrics files ----------------------------------------------------------------------
@@ -147,6 +164,32 @@ def synthetic_datasets(path: Path, cache: dict[Path, list[str]]) -> list[str]:
             found.update(synthetic_datasets(child, cache))
     cache[path] = sorted(found)
     return cache[path]
+
+
+def stale_links(path: Path, cache: dict[Path, dict[str, str]]) -> dict[str, str]:
+    """{file: description} of the files in a JSON's provenance chain whose recorded code fingerprint
+    differs from today's code (see :func:`sentrepro.codedeps.stale_description`)."""
+    path = Path(path)
+    if path in cache:
+        return cache[path]
+    cache[path] = {}
+    try:
+        payload = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        return {}
+    prov = payload.get("provenance") if isinstance(payload, dict) else None
+    if not isinstance(prov, dict):
+        return {}
+    found: dict[str, str] = {}
+    description = stale_description(prov.get("code_fingerprint"))
+    if description:
+        found[str(path)] = description
+    for entry in prov.get("inputs", []):
+        child = Path(entry.get("path", ""))
+        if child.suffix == ".json":
+            found.update(stale_links(child, cache))
+    cache[path] = found
+    return found
 
 
 @dataclass
@@ -238,6 +281,10 @@ def build_table(spec: dict, metrics_files: list[Path], backbones: dict, *, repor
     reported = load_reported() if reported is None else reported
     index = index_metrics(metrics_files)
     synthetic_cache: dict[Path, list[str]] = {}
+    stale_cache: dict[Path, dict[str, str]] = {}
+    incomplete: dict[str, dict[str, list[str]]] = {}
+    labels = {cell_selector(spec, {}, column).get("key") or column["label"]: column["label"]
+              for column in spec["columns"]}
     select_by = spec.get("select_by")
     cells: list[Cell] = []
     rows: list[tuple[str, str | None, bool]] = []
@@ -259,6 +306,12 @@ def build_table(spec: dict, metrics_files: list[Path], backbones: dict, *, repor
                     run = index[(backbone, selector["method"], selector["suite"])]
                     seeds = lowest_seeds(run.results, spec.get("max_seeds"))
                     values = _column_values(run, selector["key"], seeds)
+                    if selector["key"] == AGGREGATE_KEY and values:
+                        averaged = averaged_keys(spec, column, selector["suite"])
+                        cell.missing = sorted({labels.get(k, k) for s in values for k in averaged
+                                               if metric_value(run.results[s], k) is None})
+                        if cell.missing:
+                            values = {}
                     selection = _column_values(run, select_by, seeds) if select_by else None
                     summary = summarize(values, selection)
                     if summary is not None and statistic == "best" and summary.best is None:
@@ -276,10 +329,18 @@ def build_table(spec: dict, metrics_files: list[Path], backbones: dict, *, repor
                                 subsets[selector["suite"]] = run.subsets[seed]
                         cell.synthetic = sorted({name for s in values
                                                  for name in synthetic_datasets(run.files[s], synthetic_cache)})
+                        cell.stale = sorted({f for s in values for f in stale_links(run.files[s], stale_cache)})
+                        statistic_of_paper = paper.statistic if paper is not None else None
+                        if statistic_of_paper and statistic_of_paper.get("seeds", 0) > len(seeds):
+                            more = lowest_seeds(run.results, statistic_of_paper["seeds"])
+                            cell.extra_seeds = _column_values(run, selector["key"], [s for s in more
+                                                                                     if s not in seeds])
                         if backbone != selector["backbone"]:
                             cell.stand_in = backbone
                             stand_ins.setdefault(backbone, set()).add(selector["backbone"])
             row_cells.append(cell)
+            if cell.missing:
+                incomplete.setdefault(column["label"], {})[row["label"]] = cell.missing
         label = _row_label(row, row_cells)
         for cell in row_cells:
             cell.row = label
@@ -292,9 +353,11 @@ def build_table(spec: dict, metrics_files: list[Path], backbones: dict, *, repor
             if cell.column == column["label"]:
                 cell.column = label
     synthetic = sorted({name for c in cells for name in c.synthetic})
+    stale = {f: d for cache in stale_cache.values() for f, d in cache.items()
+             if any(f in c.stale for c in cells)}
     return TableResult(spec=spec, cells=cells, rows=rows, columns=columns,
                        stand_ins={b: sorted(p) for b, p in stand_ins.items()}, synthetic=synthetic,
-                       subsets=subsets)
+                       subsets=subsets, incomplete=incomplete, stale=dict(sorted(stale.items())))
 
 
 def _row_label(row: dict, cells: list[Cell]) -> str:

@@ -1,7 +1,8 @@
 """Render a built table: long CSV, per-seed CSV, Markdown, LaTeX (booktabs) and HTML (for the report).
 
 Every rendering shows, per cell, our number (the spec's headline seed statistic), the published number
-(with the paper's ± and footnote mark) and Δ = ours − paper; then the same cells with the other seed
+(with the paper's ± and footnote mark) and Δ = ours − paper (none on synthetic data: the cell says
+"synthetic" instead, and the CSV keeps the paper's number); then the same cells with the other seed
 statistic (mean ± std where the headline is best-of-N, best-of-N where it is the mean). The caption
 says which is which, how many seeds, which backbones stood in for the paper's, and which inputs were
 synthetic. The long CSV (header ``table,row,column,value,std,n,reported,provenance``) is what
@@ -19,7 +20,8 @@ from pathlib import Path
 from sentrepro.fsutil import atomic_write_text
 from sentrepro.tables.build import CSV_HEADER, Cell, TableResult
 
-SEEDS_HEADER = ["table", "row", "column", "seed", "value", "selected", "metrics_file"]
+SEEDS_HEADER = ["table", "row", "column", "seed", "value", "selected", "metrics_file", "in_table", "statistic"]
+SYNTHETIC_NOTE = "synthetic, no Δ"
 STAT_NAMES = {"best": "best of N", "mean": "mean ± std", "std": "std over seeds", "max": "max over seeds",
               "min": "min over seeds", "range": "max − min over seeds"}
 
@@ -50,8 +52,27 @@ def to_seeds_csv(result: TableResult) -> str:
         for seed, value in c.per_seed.items():
             selected = c.summary is not None and c.summary.best_seed == seed and c.summary.best is not None
             writer.writerow([c.table, c.row, c.column, "" if seed is None else seed, f"{value:.4f}",
-                             int(selected), c.files[seed]])
+                             int(selected), c.files[seed], 1, ""])
+        for seed, value in c.extra_seeds.items():  # seeds the paper's statistic of this row uses
+            writer.writerow([c.table, c.row, c.column, "" if seed is None else seed, f"{value:.4f}", 0, "", 0, ""])
+        for name, value in paper_statistic_values(c).items():
+            writer.writerow([c.table, c.row, c.column, "", f"{value:.4f}", "", "", "", name])
     return buffer.getvalue()
+
+
+def paper_statistic_values(cell: Cell) -> dict[str, float]:
+    """For a row whose paper number is another statistic than the table's (ConPVP Table 3's † PromptBERT
+    rows: PromptBERT's mean of 10 seeds beside best of 4): both statistics of our runs, by name."""
+    statistic = cell.reported.statistic if cell.reported else None
+    if not statistic or cell.summary is None:
+        return {}
+    values = {**cell.per_seed, **cell.extra_seeds}
+    ordered = sorted(values, key=lambda s: -1 if s is None else s)[: statistic["seeds"]]
+    table_stat = "best" if cell.statistic == "best" else "mean"
+    ours = cell.summary.best if table_stat == "best" and cell.summary.best is not None else cell.summary.stat(table_stat)
+    return {f"{STAT_NAMES[table_stat]}, N = {cell.summary.n} (this table)": ours,
+            f"mean of {len(ordered)} seeds (the paper's statistic for this row)":
+                sum(values[s] for s in ordered) / len(ordered)}
 
 
 # --- cell text ----------------------------------------------------------------------------------
@@ -92,8 +113,9 @@ def paper_text(cell: Cell, pm: str = "±") -> str:
 
 
 def delta_text(cell: Cell, statistic: str | None = None) -> str:
+    """Δ = ours − paper as text; empty when either is missing or ours is on synthetic data."""
     statistic = _statistic(cell, statistic)
-    if cell.summary is None or cell.reported is None or cell.reported.value is None:
+    if cell.summary is None or cell.reported is None or cell.reported.value is None or cell.synthetic:
         return ""
     ours = cell.summary.best if statistic == "best" else cell.summary.stat(statistic)
     if statistic == "best" and ours is None:
@@ -102,14 +124,15 @@ def delta_text(cell: Cell, statistic: str | None = None) -> str:
 
 
 def cell_text(cell: Cell | None, statistic: str | None = None) -> str:
-    """'ours (paper; Δ ±d)' as plain text."""
+    """'ours (paper; Δ ±d)' as plain text; 'ours (paper; synthetic, no Δ)' on synthetic data."""
     if cell is None:
         return ""
     text = ours_text(cell, statistic)
     paper = paper_text(cell)
     if paper:
         delta = delta_text(cell, statistic)
-        text += f" ({paper}{'; Δ ' + delta if delta else ''})"
+        note = "Δ " + delta if delta else (SYNTHETIC_NOTE if cell.synthetic and cell.summary else "")
+        text += f" ({paper}{'; ' + note if note else ''})"
     return text
 
 
@@ -167,8 +190,27 @@ def caption_paragraphs(result: TableResult, description: str, experiment: str, c
 
     reported = load_reported()
     paragraphs = [p.strip() for p in re.split(r"\n\s*\n", description.strip()) if p.strip()]
+    if result.stale:
+        paragraphs.insert(0, "STALE: cells of this table come from outputs written by code that has changed since "
+                          "(rerun the workflow to refresh them): " + "; ".join(
+                              f"{path}: {what}" for path, what in result.stale.items()) + ".")
     paragraphs.append(f"Experiment `{experiment}`. {statistic_sentence(result)} Each cell: ours (paper; "
-                      f"Δ = ours − paper). – = not run in this experiment.")
+                      f"Δ = ours − paper; no Δ where ours is computed on synthetic data). – = not run in this "
+                      f"experiment.")
+    for column, rows in result.incomplete.items():
+        missing = sorted({name for names in rows.values() for name in names})
+        paragraphs.append(f"{column} is left empty in rows {', '.join(sorted(rows))}: they lack "
+                          f"{', '.join(missing)}, so an average of theirs would not be the average the column "
+                          f"(and the paper) takes over all its columns.")
+    differing = {}
+    for c in result.cells:
+        if c.reported and c.reported.statistic:
+            differing.setdefault(c.row, c.reported.statistic)
+    for row, statistic in differing.items():
+        paragraphs.append(f"{row}: the paper's number is {statistic.get('what', 'another statistic')} "
+                          f"({statistic.get('where', '')}); this table's statistic differs, so its Δ compares "
+                          f"unlike statistics. `{csv_name.removesuffix('.csv')}.seeds.csv` gives both statistics "
+                          f"of our runs for this row (mean of {statistic['seeds']} seeds where the runs exist).")
     entries = sorted({c.reported.entry for c in result.cells if c.reported})
     for entry in entries:
         info = reported[entry]
@@ -275,7 +317,8 @@ def _latex_tabular(result: TableResult, statistic: str | None) -> list[str]:
             paper = paper_text(cell)
             if paper:
                 delta = delta_text(cell, statistic)
-                text += r" {\scriptsize(" + latex_escape(paper) + (r"; $\Delta$" + delta if delta else "") + ")}"
+                note = r"; $\Delta$" + delta if delta else ("; synthetic" if cell.synthetic and cell.summary else "")
+                text += r" {\scriptsize(" + latex_escape(paper) + note + ")}"
             texts.append(text)
         lines.append(latex_escape(label) + " & " + " & ".join(texts) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}"]
@@ -328,8 +371,9 @@ def _html_grid(result: TableResult, statistic: str | None) -> list[str]:
             if paper:
                 delta = delta_text(cell, statistic)
                 css = "neg" if delta.startswith("-") else "pos"
-                text += (f'<br><span class="paper">{html.escape(paper)}'
-                         + (f' <span class="{css}">Δ {delta}</span>' if delta else "") + "</span>")
+                note = (f' <span class="{css}">Δ {delta}</span>' if delta else
+                        (" synthetic" if cell.synthetic and cell.summary else ""))
+                text += f'<br><span class="paper">{html.escape(paper)}{note}</span>'
             cells.append(f"<td>{text}</td>")
         row_class = ' class="only"' if only else ""
         out.append(f"<tr{row_class}><td>{html.escape(label)}</td>{''.join(cells)}</tr>")

@@ -15,9 +15,11 @@ from pathlib import Path
 
 import yaml
 
-REPORTED_PATH = Path(__file__).resolve().parent / "reported.yaml"
+# Package data this module reads (sentrepro.codedeps adds it to the code of every rule importing us).
+PACKAGE_DATA = ("reported.yaml",)
+REPORTED_PATH = Path(__file__).resolve().parent / PACKAGE_DATA[0]
 ENTRY_FIELDS = {"paper", "file", "where", "statistic", "columns", "marks", "rows"}
-ROW_FIELDS = {"line", "values", "std", "mark", "note"}
+ROW_FIELDS = {"line", "values", "std", "mark", "note", "statistic"}
 
 
 class ReportedError(ValueError):
@@ -34,6 +36,8 @@ class ReportedValue:
     entry: str          # "conpvp_table3"
     row: str            # "bert-base/SimCSE"
     note: str | None = None
+    statistic: dict | None = None  # a row whose number is another statistic than its table's:
+    #                                {"stat": "mean", "seeds": 10, "where": "file:line", "what": "..."}
 
 
 def validate_reported(data: dict, path: Path = REPORTED_PATH) -> dict:
@@ -60,6 +64,11 @@ def validate_reported(data: dict, path: Path = REPORTED_PATH) -> dict:
                 for value in record.get(field, []):
                     if value is not None and not isinstance(value, (int, float)):
                         raise ReportedError(f"{where}.{field}: '{value}' is not a number")
+            statistic = record.get("statistic")
+            if statistic is not None and (not isinstance(statistic, dict) or statistic.get("stat") != "mean"
+                                          or not isinstance(statistic.get("seeds"), int)
+                                          or set(statistic) - {"stat", "seeds", "where", "what"}):
+                raise ReportedError(f"{where}.statistic: expected {{stat: mean, seeds: <int>, where, what}}")
             mark = record.get("mark")
             if mark is not None and mark not in entry.get("marks", {}):
                 raise ReportedError(f"{where}: mark '{mark}' is not explained in {name}.marks")
@@ -113,4 +122,5 @@ def reported_value(reported: dict, entry: str, row: str, column: str) -> Reporte
         entry=entry,
         row=row,
         note=record.get("note"),
+        statistic=record.get("statistic"),
     )

@@ -31,14 +31,20 @@ import yaml
 
 from sentrepro.tables.reported import ENTRY_REFERENCE
 
-SPECS_DIR = Path(__file__).resolve().parent / "specs"
+# Package data this module reads (sentrepro.codedeps adds it to the code of every rule importing us).
+PACKAGE_DATA = ("specs/*.yaml",)
+SPECS_DIR = Path(__file__).resolve().parent / Path(PACKAGE_DATA[0]).parent
 STATISTICS = ("best-of-n", "mean")
 STATS = ("mean", "std", "max", "min", "range", "best")
 SELECTOR_FIELDS = ("backbone", "method", "suite", "key", "stat")
 TOP_FIELDS = {"name", "paper", "title", "statistic", "select_by", "max_seeds", "reported", "suite", "key",
-              "columns", "rows", "notes"}
+              "columns", "rows", "notes", "averages"}
 ROW_FIELDS = {"label", "group", "backbone", "method", "suite", "key", "reported", "reported_only"}
-COLUMN_FIELDS = {"label", "backbone", "method", "suite", "key", "stat", "reported_column"}
+COLUMN_FIELDS = {"label", "backbone", "method", "suite", "key", "stat", "reported_column", "averages"}
+# The metric key of an aggregate (the suites' "avg": a plain mean over tasks). A cell of it is filled
+# only when the run has every metric it averages (averaged_keys), so that an average over some
+# columns is never set beside the paper's average over all of them.
+AGGREGATE_KEY = "avg"
 
 
 class SpecError(ValueError):
@@ -124,6 +130,13 @@ def validate_spec(spec: dict, path: Path) -> dict:
                                         f"(set it on the row, the column or the top level)")
     if spec["statistic"] == "best-of-n" and not spec.get("select_by"):
         raise SpecError(f"{path}: statistic best-of-n needs 'select_by' (the metric seeds are ranked by)")
+    for column in spec["columns"]:
+        if cell_selector(spec, {}, column).get("key") == AGGREGATE_KEY or \
+                any(cell_selector(spec, row, column).get("key") == AGGREGATE_KEY for row in spec["rows"]):
+            suite = cell_selector(spec, {}, column).get("suite")
+            if not averaged_keys(spec, column, suite):
+                raise SpecError(f"{path}: column '{column['label']}' is an aggregate ({AGGREGATE_KEY}) but no "
+                                "other column of its suite says what it averages; set 'averages: [keys]'")
     return spec
 
 
@@ -135,6 +148,22 @@ def cell_selector(spec: dict, row: dict, column: dict) -> dict:
             if field in source:
                 selector[field] = source[field]
     return selector
+
+
+def averaged_keys(spec: dict, column: dict, suite: str | None) -> list[str]:
+    """The metric keys an aggregate cell averages: the column's ``averages``, else the spec's, else the
+    keys of the table's other columns of the same suite (the paper's Avg. averages its other columns)."""
+    if column.get("averages"):
+        return list(column["averages"])
+    if spec.get("averages"):
+        return list(spec["averages"])
+    keys = []
+    for other in spec["columns"]:
+        selector = cell_selector(spec, {}, other)
+        if selector.get("key") not in (None, AGGREGATE_KEY) and selector.get("suite") == suite \
+                and not other.get("stat") and selector["key"] not in keys:
+            keys.append(selector["key"])
+    return keys
 
 
 def spec_methods(spec: dict) -> set[str]:

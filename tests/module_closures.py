@@ -1,0 +1,124 @@
+"""Which package modules and data files each workflow rule's code uses, computed without sentrepro.codedeps.
+
+Tests compare the workflow's code fingerprints against this independent answer: the entry point of a
+rule is read from the text of its shell command in workflow/rules/*.smk, the modules it imports from
+the standard library's ``modulefinder`` (a bytecode scanner that enters every function), and the data
+files a module reads from the string literals of its source.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import inspect
+import modulefinder
+import re
+import shutil
+import tempfile
+import textwrap
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SRC = REPO / "src"
+PACKAGE = SRC / "sentrepro"
+
+
+def rule_entries(rules_dir: Path = REPO / "workflow" / "rules") -> dict[str, str]:
+    """Rule -> ``cli:<command>`` (``sentrepro <command>``) or a module (``python -m <module>``)."""
+    entries = {}
+    for path in sorted(rules_dir.glob("*.smk")):
+        text = path.read_text(encoding="utf-8")
+        for match in re.finditer(r"^rule (\w+):\n(.*?)(?=^\S|\Z)", text, re.S | re.M):
+            body = match.group(2)
+            cli = re.search(r'"sentrepro ([a-z][a-z-]*)', body)
+            module = re.search(r'"python -m (sentrepro[\w.]*)', body)
+            if cli:
+                entries[match.group(1)] = f"cli:{cli.group(1)}"
+            elif module:
+                entries[match.group(1)] = module.group(1)
+    return entries
+
+
+def cli_commands() -> dict:
+    """Subcommand -> function, from argparse itself."""
+    from sentrepro import cli
+
+    parser = cli.build_parser()
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return {name: sub.get_default("func") for name, sub in action.choices.items()}
+
+
+def command_script(function) -> str:
+    """What ``sentrepro <command>`` runs in cli.py: main, build_parser, the private helpers, the command."""
+    from sentrepro import cli
+
+    helpers = [f for name, f in vars(cli).items() if inspect.isfunction(f) and name.startswith("_")
+               and f.__module__ == cli.__name__]
+    parts = [cli.main, cli.build_parser, *helpers, function]
+    return "\n\n".join(textwrap.dedent(inspect.getsource(f)) for f in parts)
+
+
+def modulefinder_closure(script: str, tmp_path: Path) -> set[str]:
+    """Package modules a script imports, by modulefinder; only a copy of src/ is on its path, so
+    third-party packages are not followed. modulefinder cannot enter namespace packages
+    (sentrepro/tables has no __init__.py): the copy gets an empty one, left out of the answer."""
+    work = Path(tempfile.mkdtemp(dir=tmp_path))
+    src = work / "src"
+    shutil.copytree(PACKAGE, src / "sentrepro", ignore=shutil.ignore_patterns("__pycache__"))
+    added = set()
+    for directory in [src / "sentrepro", *(p for p in (src / "sentrepro").rglob("*") if p.is_dir())]:
+        if any(directory.glob("*.py")) and not (directory / "__init__.py").exists():
+            (directory / "__init__.py").write_text("")
+            added.add(".".join(directory.relative_to(src).parts))
+    path = work / "entry.py"
+    path.write_text(script, encoding="utf-8")
+    finder = modulefinder.ModuleFinder(path=[str(src)])
+    finder.run_script(str(path))
+    return {name for name in finder.modules
+            if (name == "sentrepro" or name.startswith("sentrepro.")) and name not in added}
+
+
+def entry_closure(entry: str, tmp_path: Path) -> set[str]:
+    if entry.startswith("cli:"):
+        return modulefinder_closure(command_script(cli_commands()[entry[4:]]), tmp_path) | {"sentrepro.cli"}
+    return modulefinder_closure(f"import {entry}\n", tmp_path)
+
+
+def module_file(module: str) -> str:
+    """``sentrepro.data.sts`` -> ``data/sts.py`` (or ``.../__init__.py``), relative to the package."""
+    parts = module.split(".")[1:]
+    path = PACKAGE.joinpath(*parts)
+    return (path / "__init__.py" if path.is_dir() else path.with_suffix(".py")).relative_to(PACKAGE).as_posix()
+
+
+def _string_literals(path: Path) -> list[str]:
+    """String constants of a module, docstrings excluded."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                docstrings.add(id(first.value))
+    return [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+            and id(n) not in docstrings]
+
+
+def data_readers(data_file: str) -> set[str]:
+    """Modules whose string literals name a package data file: its name, or ``<its folder>/`` for a
+    file of a folder read by pattern (``specs/*.yaml``)."""
+    path = Path(data_file)
+    readers = set()
+    for module_path in PACKAGE.rglob("*.py"):
+        literals = _string_literals(module_path)
+        if any(path.name == s or (len(path.parts) > 1 and s.startswith(f"{path.parts[-2]}/")) for s in literals):
+            rel = module_path.relative_to(SRC).with_suffix("")
+            parts = list(rel.parts[:-1]) if rel.name == "__init__" else list(rel.parts)
+            readers.add(".".join(parts))
+    return readers
+
+
+def package_files() -> list[str]:
+    """Every module and data file of the package, relative to it."""
+    return sorted(p.relative_to(PACKAGE).as_posix() for p in PACKAGE.rglob("*")
+                  if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc")

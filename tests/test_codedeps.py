@@ -1,0 +1,135 @@
+"""Code fingerprints (sentrepro.codedeps): closures checked against the standard library's modulefinder,
+normalisation (comments and docstrings change nothing), package data declarations, stale records."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from sentrepro import codedeps
+from tests.module_closures import cli_commands, command_script, modulefinder_closure, rule_entries
+
+
+
+@pytest.mark.parametrize("command", sorted(cli_commands()))
+def test_each_command_closure_is_what_modulefinder_finds(command, tmp_path):
+    expected = modulefinder_closure(command_script(cli_commands()[command]), tmp_path) | {"sentrepro.cli"}
+    assert set(codedeps.module_closure((f"cli:{command}",))) == expected
+
+
+def test_a_module_entry_closure_is_what_modulefinder_finds(tmp_path):
+    expected = modulefinder_closure("import sentrepro.data.views\n", tmp_path)
+    assert set(codedeps.module_closure(("sentrepro.data.views",))) == expected
+    assert "sentrepro.data.wordnet" in expected
+
+
+def test_closures_are_not_everything():
+    """The CLI imports each command's code lazily; its own imports are not followed as a whole."""
+    everything = set(codedeps.package_modules())
+    assert len(codedeps.module_closure(("cli:tokenize",))) < len(everything) / 3
+    assert "sentrepro.runner" in codedeps.module_closure(("cli:train",))
+    assert "sentrepro.runner" not in codedeps.module_closure(("cli:figure",))
+
+
+def test_no_module_but_the_cli_imports_the_cli():
+    importers = [m for m in codedeps.package_modules() if "sentrepro.cli" in codedeps.direct_imports(m)]
+    assert importers == []
+
+
+def test_every_package_data_file_is_declared_by_a_module():
+    declared = {rel for module in codedeps.package_modules() for rel in codedeps.declared_data(module)}
+    shipped = {p.relative_to(codedeps.PACKAGE_DIR).as_posix() for p in codedeps.PACKAGE_DIR.rglob("*")
+               if p.is_file() and p.suffix not in (".py", ".pyc") and "__pycache__" not in p.parts}
+    assert shipped == declared
+    assert "tables/reported.yaml" in codedeps.closure_files(["cli:table"])
+    assert "tables/reported.yaml" not in codedeps.closure_files(["cli:train"])
+
+
+def test_every_rule_file_entry_is_found_and_matches_shell_entry():
+    entries = rule_entries()
+    assert entries["train"] == "cli:train" and entries["build_views"] == "sentrepro.data.views"
+    assert {"download", "tokenize", "evaluate_sts", "evaluate_suite", "analyse", "figure", "table"} <= set(entries)
+
+
+def test_shell_entry():
+    assert codedeps.shell_entry("sentrepro evaluate {wildcards.suite} --spec x > {log:q} 2>&1") == "cli:evaluate"
+    assert codedeps.shell_entry("python -m sentrepro.data.views --spec x") == "sentrepro.data.views"
+    assert codedeps.shell_entry("cp a b") is None
+    with pytest.raises(codedeps.CodeDepsError, match="several entry points"):
+        codedeps.shell_entry("sentrepro train x && sentrepro table y")
+
+
+@pytest.fixture
+def package_copy(tmp_path, monkeypatch):
+    """codedeps pointed at a copy of the package, caches cleared before and after."""
+    copy = tmp_path / "sentrepro"
+    shutil.copytree(codedeps.PACKAGE_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
+
+    def clear():
+        for function in (codedeps.package_modules, codedeps._tree, codedeps.direct_imports, codedeps.cli_dispatch,
+                         codedeps.module_closure, codedeps.declared_data, codedeps.file_fingerprint,
+                         codedeps._record):
+            function.cache_clear()
+
+    clear()
+    monkeypatch.setattr(codedeps, "PACKAGE_DIR", copy)
+    yield copy
+    clear()
+
+
+def test_comments_and_docstrings_change_nothing_but_behaviour_does(package_copy):
+    before = codedeps.code_record(["cli:train"])
+    runner = package_copy / "runner.py"
+    text = runner.read_text()
+    edited = text.replace('"""The steps behind', '"""A new docstring. The steps behind', 1)
+    edited = edited.replace("def pick_device() -> str:\n", "def pick_device() -> str:\n    # a comment\n"
+                            "    \"\"\"A docstring added.\"\"\"\n", 1)
+    assert edited != text
+    runner.write_text(edited + "\n# a trailing comment\n")
+    codedeps.file_fingerprint.cache_clear()
+    codedeps._record.cache_clear()
+    assert codedeps.code_record(["cli:train"]) == before
+    runner.write_text(text + "\n_PROBE = 1\n")
+    codedeps.file_fingerprint.cache_clear()
+    codedeps._record.cache_clear()
+    after = codedeps.code_record(["cli:train"])
+    assert after["fingerprint"] != before["fingerprint"]
+    assert [rel for rel in after["modules"] if after["modules"][rel] != before["modules"][rel]] == ["runner.py"]
+    assert codedeps.compare(before) == [f"runner.py: {before['modules']['runner.py']} -> {after['modules']['runner.py']}"]
+    assert "runner.py" in codedeps.stale_description(before)
+    assert codedeps.compare(after) == [] and codedeps.stale_description(after) is None
+
+
+def test_yaml_comments_change_nothing_but_values_do(package_copy):
+    before = codedeps.rule_code("cli:table")
+    reported = package_copy / "tables" / "reported.yaml"
+    text = reported.read_text()
+    reported.write_text("# a comment\n" + text)
+    codedeps.file_fingerprint.cache_clear()
+    codedeps._record.cache_clear()
+    assert codedeps.rule_code("cli:table") == before
+    reported.write_text(text.replace("68.40", "68.41", 1))
+    codedeps.file_fingerprint.cache_clear()
+    codedeps._record.cache_clear()
+    assert codedeps.rule_code("cli:table") != before
+
+
+def test_an_import_added_inside_a_function_joins_the_closure(package_copy):
+    assert "sentrepro.templates" not in codedeps.module_closure(("cli:figure",))
+    figures = package_copy / "evaluation" / "figures.py"
+    figures.write_text(figures.read_text() + "\n\ndef _probe():\n    from ..templates import fill_template\n    return fill_template\n")
+    codedeps._tree.cache_clear()
+    codedeps.direct_imports.cache_clear()
+    codedeps.module_closure.cache_clear()
+    assert "sentrepro.templates" in codedeps.module_closure(("cli:figure",))
+
+
+def test_the_legacy_code_fingerprint_takes_each_listed_module_as_an_entry():
+    from sentrepro.config import code_fingerprint
+
+    closure = codedeps.closure_files(["sentrepro.data.views"])
+    expected = codedeps.combine({rel: codedeps.file_fingerprint(rel) for rel in closure})
+    assert code_fingerprint(["data/views.py"]) == expected
+    with pytest.raises(codedeps.CodeDepsError, match="no module src.sentrepro.no.such.py"):
+        code_fingerprint(["no/such.py"])
