@@ -19,7 +19,8 @@ from sentrepro.config import canonical_json
 from sentrepro.fsutil import atomic_write_json, read_json, sha256_bytes
 from sentrepro.methods import build_method, kind_trains
 from sentrepro.methods.base import Method, SentenceModel
-from sentrepro.provenance import Provenance
+from sentrepro.evaluation.item_scores import pairs_path, write_pairs
+from sentrepro.provenance import Provenance, file_record
 from sentrepro.tokenize import TokenizedCorpus
 from sentrepro.train import BEST, TrainSettings, seed_everything, train
 
@@ -137,11 +138,15 @@ def run_sts_evaluation(spec: dict, run_dir: Path | None, sts_manifest: Path, out
     prov.add_input(sts_manifest, "STS dataset manifest")
     model.to(device)
     sts = spec["sts"]
-    results, used_files = evaluate_sts(method, model, Path(sts_manifest), sts, device=device, precision=precision)
+    items: dict = {}
+    results, used_files = evaluate_sts(method, model, Path(sts_manifest), sts, device=device, precision=precision,
+                                       items=items)
     for path in used_files:
         prov.add_input(path, "STS data file")
+    item_scores = write_pairs(pairs_path(out), items)
+    prov.extra["outputs"] = [file_record(pairs_path(out), "per-pair cosines and gold scores (item_scores)")]
     payload = {"suite": "sts", "variant": sts["variant"], "aggregation": "all", "results": results,
-               "provenance": prov.finish()}
+               "item_scores": item_scores, "provenance": prov.finish()}
     atomic_write_json(out, payload)
     return payload
 

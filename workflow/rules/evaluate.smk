@@ -7,11 +7,14 @@ rule evaluate_sts:
         data=lambda w: manifest(config["evaluation"]["sts"]["source"]),
         checked=lambda w: checked(config["evaluation"]["sts"]["source"]),
     output:
-        f"{EXP}/metrics/{{backbone}}/{{method}}/{{run}}/sts.json",
+        metrics=f"{EXP}/metrics/{{backbone}}/{{method}}/{{run}}/sts.json",
+        # every test pair's cosine and gold score (sentrepro.evaluation.item_scores), for the verdicts
+        pairs=f"{EXP}/metrics/{{backbone}}/{{method}}/{{run}}/sts.pairs.npz",
     params:
         spec=lambda w: eval_spec(w, sts_slice(config)),
         code=lambda w: code_fingerprint(method_modules(method_kind(w.method))
-                                        + ["evaluation/sts.py", "evaluation/sts_suite.py", "data/sts.py"]),
+                                        + ["evaluation/sts.py", "evaluation/sts_suite.py", "data/sts.py",
+                                           "evaluation/item_scores.py"]),
         run_dir=lambda w, input: str(Path(input.run[0]).parent) if input.run else "",
     resources:
         mem_mb=8000,
@@ -27,4 +30,4 @@ rule evaluate_sts:
         f"{EXP}/logs/evaluate_sts/{{backbone}}/{{method}}/{{run}}.log",
     shell:
         "sentrepro evaluate sts --spec {params.spec:q} --run-dir={params.run_dir:q} "
-        "--data-manifest {input.data:q} --out {output:q} > {log:q} 2>&1"
+        "--data-manifest {input.data:q} --out {output.metrics:q} > {log:q} 2>&1"
