@@ -20,6 +20,7 @@ include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/suites.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/verdicts.smk"
 
 
 localrules:
@@ -31,6 +32,7 @@ localrules:
     prepare_corpus,
     table,
     figure,
+    verdicts,
 
 
 rule all:
@@ -39,4 +41,5 @@ rule all:
         checked_targets(),
         suite_targets(),
         figure_targets(),
+        verdict_targets(),
     default_target: True
