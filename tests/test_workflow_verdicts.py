@@ -93,18 +93,20 @@ def test_one_seed_claims_rely_on_the_paired_bootstrap(verdict_run):
     assert row["items_low"] and row["items_method"].startswith("paired bootstrap")
 
 
-def test_audit_traces_a_verdict_row(verdict_run, monkeypatch):
-    monkeypatch.chdir(verdict_run)
-    report = audit_verdict(verdict_run / "results" / EXP / "verdicts.csv", "promptbert-k8-vs-simcse-bert-base")
+def test_audit_traces_a_verdict_row(verdict_run, tmp_path, monkeypatch):
+    workdir = tmp_path / "copy"
+    shutil.copytree(verdict_run, workdir, symlinks=True)
+    monkeypatch.chdir(workdir)
+    report = audit_verdict(workdir / "results" / EXP / "verdicts.csv", "promptbert-k8-vs-simcse-bert-base")
     text = report.text()
     assert report.ok, text
     for needle in ("promptbert-paper.txt:187", "side a: promptbert_knowl8 | PromptBERT-base | Avg.",
                    "seed 3:", "(used)", "per-pair scores: results/wfverdicts/metrics/tiny-bert/promptbert/seed1/"
                    "sts.pairs.npz", "training summary", "claims file:"):
         assert needle in text, needle
-    pairs = verdict_run / "results" / EXP / "metrics" / "tiny-bert" / "simcse" / "seed2" / "sts.pairs.npz"
+    pairs = workdir / "results" / EXP / "metrics" / "tiny-bert" / "simcse" / "seed2" / "sts.pairs.npz"
     pairs.write_bytes(pairs.read_bytes() + b"tampered")
-    report = audit_verdict(verdict_run / "results" / EXP / "verdicts.csv", "promptbert-k8-vs-simcse-bert-base")
+    report = audit_verdict(workdir / "results" / EXP / "verdicts.csv", "promptbert-k8-vs-simcse-bert-base")
     assert not report.ok and any("simcse/seed2/sts.pairs.npz" in p for p in report.problems)
 
 
