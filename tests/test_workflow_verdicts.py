@@ -53,7 +53,7 @@ def test_every_claim_is_listed_and_stand_ins_are_labelled(verdict_run):
     for claim in claims["claims"] + claims["not_checked"]:
         assert f"`{claim['id']}`" in text or f"| {claim['id']} |" in text, claim["id"]
     assert "**Stand-in/synthetic run.**" in text
-    assert "[tiny-bert in place of the paper's backbone]" in text
+    assert "[tiny-bert in place of bert-base]" in text
     rows = _rows(verdict_run)
     assert list(rows) == [c["id"] for c in claims["claims"]]
     assert rows["conpvp-t3-vs-simcse-bert-base"]["verdict"] == "not run"       # no ConPVP run here

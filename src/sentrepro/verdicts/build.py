@@ -60,6 +60,7 @@ class SideResult:
     suite: str | None
     key: str | None
     reported_only: bool
+    backbone: str | None = None             # the paper backbone the spec names for this cell
 
     @property
     def ours(self) -> float | None:
@@ -99,6 +100,11 @@ class ClaimResult:
         if self.a.paper is None or self.b.paper is None or None in (self.a.paper.value, self.b.paper.value):
             return None
         return self.a.paper.value - self.b.paper.value
+
+    @property
+    def partial(self) -> bool:
+        """Ours averages fewer tasks than the paper's Avg.: its size is not comparable with the paper's."""
+        return any(label.startswith("Avg. over") for label in self.labels)
 
     @property
     def synthetic(self) -> bool:
@@ -153,7 +159,7 @@ class Tables:
         if cell is not None and cell.value is None:
             cell = None
         return SideResult(side, printed_row, cell, paper, selector.get("suite"), selector.get("key"),
-                          bool(row.get("reported_only")))
+                          bool(row.get("reported_only")), selector.get("backbone"))
 
 
 # --- intervals -----------------------------------------------------------------------------------------
@@ -256,7 +262,7 @@ def judge(claim: dict, tables: Tables, settings: dict) -> ClaimResult:
     result.ours_delta = result.a.ours - result.b.ours
     for s in (result.a, result.b):
         if s.cell.stand_in:
-            result.labels.append(f"{s.cell.stand_in} in place of the paper's backbone")
+            result.labels.append(f"{s.cell.stand_in} in place of {s.backbone}")
         if s.cell.synthetic:
             result.labels.append(f"SYNTHETIC data: {', '.join(s.cell.synthetic)}")
     result.labels = list(dict.fromkeys(result.labels))
@@ -267,7 +273,7 @@ def judge(claim: dict, tables: Tables, settings: dict) -> ClaimResult:
     if not intervals:
         result.notes.append("no interval: one seed per side and no per-item scores")
     target = signed_magnitude(claim.get("magnitude"), claim["direction"])
-    if target is not None and not result.synthetic:
+    if target is not None and not result.synthetic and not result.partial:
         result.magnitude_inside = {i.method: i.contains(target) for i in intervals}
     return result
 

@@ -51,10 +51,12 @@ def _method_name(method: str) -> str:
 
 
 def magnitude_text(r: ClaimResult) -> str:
-    if r.claim.get("magnitude") is None:
+    if r.claim.get("magnitude") is None or r.ours_delta is None:
         return ""
     if r.synthetic:
         return "n/a (synthetic data)"
+    if r.partial:
+        return "n/a (partial average)"
     if not r.magnitude_inside:
         return "no interval"
     return "; ".join(f"{_method_name(m)}: {'inside' if inside else 'outside'}"
