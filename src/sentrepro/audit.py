@@ -225,10 +225,10 @@ def audit_verdict(csv_path: Path, claim: str) -> AuditReport:
     report = AuditReport()
     report.lines.append(f"{record['claim']}: {record['text']}  ({record['source']}, claimed {record['direction']}"
                         + (f" by {record['claimed_magnitude']}" if record["claimed_magnitude"] else "") + ")")
-    report.lines.append(f"verdict {record['verdict']}: ours {record['ours_delta'] or '–'} "
-                        f"(seeds [{record['seed_low']}, {record['seed_high']}]: {record['seed_method']}; "
-                        f"items [{record['items_low']}, {record['items_high']}]: {record['items_method']}), "
-                        f"paper {record['paper_delta'] or '–'}")
+    intervals = [(f"[{record[k + '_low']}, {record[k + '_high']}] " if record[k + "_low"] else "")
+                 + record[k + "_method"] for k in ("seed", "items")]
+    report.lines.append(f"verdict {record['verdict']}: ours {record['ours_delta'] or '–'}, paper "
+                        f"{record['paper_delta'] or '–'}; seeds: {intervals[0] or '–'}; items: {intervals[1] or '–'}")
     claims_path, _, digest = prov["claims_file"].partition("#sha256=")
     _verify(Path(claims_path), digest, report, "- ", "claims file:")
     seen: set[Path] = set()

@@ -61,6 +61,7 @@ class SideResult:
     key: str | None
     reported_only: bool
     backbone: str | None = None             # the paper backbone the spec names for this cell
+    row_ran: bool = False                   # other cells of the row have numbers of ours
 
     @property
     def ours(self) -> float | None:
@@ -158,8 +159,9 @@ class Tables:
         paper = cell.reported if cell is not None else paper_value(self.reported, spec, row, column, selector["key"])
         if cell is not None and cell.value is None:
             cell = None
+        ran = any(c.row == printed_row and c.value is not None for c in result.cells)
         return SideResult(side, printed_row, cell, paper, selector.get("suite"), selector.get("key"),
-                          bool(row.get("reported_only")), selector.get("backbone"))
+                          bool(row.get("reported_only")), selector.get("backbone"), ran)
 
 
 # --- intervals -----------------------------------------------------------------------------------------
@@ -248,6 +250,14 @@ def _seed_interval(result: ClaimResult, tables: Tables, settings: dict) -> None:
     result.seed = interval
 
 
+def _why_missing(side: SideResult) -> str:
+    if side.reported_only:
+        return "reported only, not run by this workflow"
+    if side.row_ran:
+        return f"its runs' {side.suite} metrics files have no '{side.key}'"
+    return "no run of ours in this experiment"
+
+
 def judge(claim: dict, tables: Tables, settings: dict) -> ClaimResult:
     side_a, side_b = sides(claim)
     result = ClaimResult(claim, tables.locate(side_a), tables.locate(side_b))
@@ -255,9 +265,7 @@ def judge(claim: dict, tables: Tables, settings: dict) -> ClaimResult:
         result.notes.append(claim["note"])
     missing = [s for s in (result.a, result.b) if s.cell is None]
     if missing:
-        result.notes.append("; ".join(
-            f"{s.label}: " + ("reported only, not run by this workflow" if s.reported_only
-                              else "no run of ours in this experiment") for s in missing))
+        result.notes.append("; ".join(f"{s.label}: {_why_missing(s)}" for s in missing))
         return result
     result.ours_delta = result.a.ours - result.b.ours
     for s in (result.a, result.b):
