@@ -14,10 +14,12 @@ from sentrepro.stats import (
     Interval,
     PairedTask,
     paired_bootstrap,
+    resampled_ranks,
     seed_bootstrap_interval,
     seed_interval,
     seed_statistic,
     spearman_rows,
+    value_groups,
     verdict,
     welch_interval,
     within_noise,
@@ -37,6 +39,13 @@ def test_spearman_rows_matches_scipy_with_ties():
     got = spearman_rows(np.stack([a, b]), np.stack([gold, gold]))
     assert got == pytest.approx([scipy_stats.spearmanr(a, gold).statistic,
                                  scipy_stats.spearmanr(b, gold).statistic], abs=1e-12)
+
+
+def test_resampled_ranks_equal_rankdata_of_each_resample_with_ties():
+    values = np.array([3.0, 1.0, 2.0, 2.0, 5.0, 1.0, 4.0])
+    draws = np.random.default_rng(0).integers(0, len(values), size=(50, len(values)))
+    expected = np.stack([scipy_stats.rankdata(values[row]) for row in draws])
+    assert np.array_equal(resampled_ranks(*value_groups(values), draws), expected)
 
 
 def test_paired_bootstrap_matches_scipy_bootstrap_on_a_small_paired_sample():

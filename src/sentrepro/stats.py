@@ -17,7 +17,7 @@ reproduced cell is within the combined seed noise of the paper's number.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 from scipy import stats as _scipy_stats
@@ -157,6 +157,34 @@ def sts_score(pred: np.ndarray, gold: np.ndarray) -> np.ndarray:
     return 100.0 * spearman_rows(pred, gold)
 
 
+def value_groups(values: np.ndarray) -> tuple[np.ndarray, int]:
+    """Each value's group among the distinct values, ascending: (n,) -> group ids (n,), number of groups."""
+    distinct, groups = np.unique(np.asarray(values), return_inverse=True)
+    return groups.reshape(-1), len(distinct)
+
+
+def resampled_ranks(groups: np.ndarray, n_groups: int, draws: np.ndarray) -> np.ndarray:
+    """Average ranks (1-based, ties averaged, as rankdata) of each resample's drawn items, without sorting.
+
+    groups (n,) from :func:`value_groups`; draws (R, m) item indices -> ranks (R, m). Per row, the items
+    of value group g occupy ranks below(g) + 1 .. below(g) + count(g); each gets their average.
+    """
+    rows, m = draws.shape
+    drawn = groups[draws]                                                      # (R, m)
+    flat = (np.arange(rows)[:, None] * n_groups + drawn).ravel()
+    counts = np.bincount(flat, minlength=rows * n_groups).reshape(rows, n_groups).astype(np.float64)
+    below = np.cumsum(counts, axis=1) - counts                                 # (R, G)
+    return np.take_along_axis(below + (counts + 1.0) / 2.0, drawn, axis=1)     # (R, m)
+
+
+def pearson_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Pearson correlation of each row: (R, m), (R, m) -> (R,)."""
+    x = x - x.mean(axis=1, keepdims=True)
+    y = y - y.mean(axis=1, keepdims=True)
+    den = np.sqrt((x * x).sum(axis=1) * (y * y).sum(axis=1))
+    return (x * y).sum(axis=1) / np.where(den == 0, np.nan, den)
+
+
 @dataclass(frozen=True)
 class PairedTask:
     """One task's items scored by both sides: per-seed predictions (S, n) and the gold labels (n,)."""
@@ -172,16 +200,16 @@ class PairedTask:
 
 
 def paired_bootstrap(tasks: dict[str, PairedTask], statistic_a: str, statistic_b: str | None = None, *,
-                     score: Callable[[np.ndarray, np.ndarray], np.ndarray] = sts_score,
                      n_resamples: int = 1000, seed: int = 0, level: float = LEVEL,
-                     chunk: int = 250) -> Interval:
-    """Paired bootstrap of stat(A) - stat(B) over items; several tasks are averaged.
+                     chunk: int = 200) -> Interval:
+    """Paired bootstrap of stat(A) - stat(B) of the STS score (Spearman x100); several tasks are averaged.
 
     Per replicate, each task (sorted by name, so the draws do not depend on dict order) draws one
-    index vector of its items; every seed of both sides is scored on it with ``score``; the seed
-    statistic (``best`` must already be reduced to the chosen seed by the caller) combines seeds; the
-    task scores are averaged over tasks. Returns the percentile interval of A - B and the full-data
-    estimate.
+    index vector of its items; every seed of both sides is scored on it; the seed statistic
+    (``best`` must already be reduced to the chosen seed by the caller) combines seeds; the task
+    scores are averaged over tasks. Ranks within a resample come from counting value groups
+    (:func:`resampled_ranks`), the gold ranks once per resample for every seed of both sides.
+    Returns the percentile interval of A - B and the full-data estimate.
     """
     if not tasks:
         raise ValueError("paired_bootstrap needs at least one task")
@@ -192,14 +220,18 @@ def paired_bootstrap(tasks: dict[str, PairedTask], statistic_a: str, statistic_b
     for name in sorted(tasks):
         task = tasks[name]
         n = len(task.gold)
-        full = np.arange(n)[None, :]
-        estimate += float(_side(task.a, task.gold, full, statistic_a, score)[0]
-                          - _side(task.b, task.gold, full, statistic_b, score)[0])
+        gold_groups = value_groups(task.gold)
+        pred_groups = ([value_groups(p) for p in task.a], [value_groups(p) for p in task.b])
+
+        def difference(idx: np.ndarray) -> np.ndarray:                    # idx (R, n) -> (R,)
+            gold_ranks = resampled_ranks(*gold_groups, idx)
+            side_a = _side(pred_groups[0], gold_ranks, idx, statistic_a)
+            return side_a - _side(pred_groups[1], gold_ranks, idx, statistic_b)
+
+        estimate += float(difference(np.arange(n)[None, :])[0])
         draws = rng.integers(0, n, size=(n_resamples, n))                 # (R, n)
         for start in range(0, n_resamples, chunk):
-            idx = draws[start:start + chunk]
-            diffs[start:start + chunk] += (_side(task.a, task.gold, idx, statistic_a, score)
-                                           - _side(task.b, task.gold, idx, statistic_b, score))
+            diffs[start:start + chunk] += difference(draws[start:start + chunk])
     diffs /= len(tasks)
     low, high = _percentile(diffs, level)
     return Interval(estimate / len(tasks), low, high, "paired-bootstrap",
@@ -207,9 +239,9 @@ def paired_bootstrap(tasks: dict[str, PairedTask], statistic_a: str, statistic_b
                     f"{len(tasks)} task(s): {', '.join(sorted(tasks))}")
 
 
-def _side(pred: np.ndarray, gold: np.ndarray, idx: np.ndarray, statistic: str, score) -> np.ndarray:
-    """One side's seed statistic on each resample: pred (S, n), idx (R, n) -> (R,)."""
-    per_seed = np.stack([score(seed_pred[idx], gold[idx]) for seed_pred in pred])   # (S, R)
+def _side(groups: list[tuple[np.ndarray, int]], gold_ranks: np.ndarray, idx: np.ndarray, statistic: str) -> np.ndarray:
+    """One side's seed statistic of Spearman x100 on each resample: idx (R, n) -> (R,)."""
+    per_seed = np.stack([100.0 * pearson_rows(resampled_ranks(g, k, idx), gold_ranks) for g, k in groups])  # (S, R)
     return seed_statistic(per_seed, "max" if statistic == "best" else statistic)
 
 
