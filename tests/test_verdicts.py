@@ -78,9 +78,13 @@ def test_a_partial_average_is_labelled_and_not_sized_against_the_paper(tmp_path)
     two = {"STSBenchmark": 150, "SICKRelatedness": 130}
     files = [write_run(tmp_path, "bert-base", method, seed, noise, tasks=two)
              for seed in (1, 2) for method, noise in (("conpvp", 0.15), ("simcse", 0.6))]
-    r = _by_id(build_verdicts(load_claims(), files, BACKBONES, "unit"))["conpvp-t3-vs-simcse-bert-base"]
-    assert "Avg. over 2 of 7 STS tasks (SICKRelatedness, STSBenchmark)" in r.labels
+    result = build_verdicts(load_claims(), files, BACKBONES, "unit")
+    r = _by_id(result)["conpvp-t3-vs-simcse-bert-base"]
+    assert "Avg. over 2 of 7 STS tasks (STSBenchmark, SICKRelatedness)" in r.labels
     assert r.verdict == "holds" and r.magnitude_inside == {}
+    noise = {(c.cell.table, c.cell.row, c.cell.column): c for c in result.cells}
+    assert noise[("conpvp_table3", "BERT-base SimCSE", "Avg.")].reason == "ours averages 2 of 7 STS tasks"
+    assert noise[("conpvp_table3", "BERT-base SimCSE", "STS-B")].noise is not None
 
 
 def test_clear_loss_is_reversed_and_overlap_inconclusive(runs):

@@ -229,8 +229,6 @@ def _test_set_interval(result: ClaimResult, settings: dict) -> None:
     result.items = paired_bootstrap(tasks, a.statistic, b.statistic, n_resamples=settings["item_resamples"],
                                     seed=settings["item_seed"], level=settings["level"])
     result.item_files = {"a": files_a, "b": files_b}
-    if a.key == "avg" and len(tasks_a) < len(STS_TASKS):
-        result.labels.append(f"Avg. over {len(tasks_a)} of {len(STS_TASKS)} STS tasks ({', '.join(tasks_a)})")
 
 
 def _seed_interval(result: ClaimResult, tables: Tables, settings: dict) -> None:
@@ -273,6 +271,9 @@ def judge(claim: dict, tables: Tables, settings: dict) -> ClaimResult:
             result.labels.append(f"{s.cell.stand_in} in place of {s.backbone}")
         if s.cell.synthetic:
             result.labels.append(f"SYNTHETIC data: {', '.join(s.cell.synthetic)}")
+        partial = partial_average(s)
+        if partial:
+            result.labels.append(f"Avg. over {len(partial)} of {len(STS_TASKS)} STS tasks ({', '.join(partial)})")
     result.labels = list(dict.fromkeys(result.labels))
     _seed_interval(result, tables, settings)
     _test_set_interval(result, settings)
@@ -286,20 +287,37 @@ def judge(claim: dict, tables: Tables, settings: dict) -> ClaimResult:
     return result
 
 
+def partial_average(side: SideResult) -> list[str] | None:
+    """The STS tasks an Avg. cell of ours averages when they are fewer than the paper's 7, else None."""
+    if side.cell is None or side.key != "avg" or side.suite != "sts":
+        return None
+    results = read_json(next(iter(side.cell.files.values())))["results"]
+    tasks = [t for t in STS_TASKS if t in results]
+    return tasks if len(tasks) < len(STS_TASKS) else None
+
+
 def cell_noise(tables: Tables, default_sd: float) -> list[CellNoise]:
     out = []
     for name in sorted(tables.results):
-        for cell in tables.results[name].cells:
-            if cell.value is None or cell.reported is None or cell.reported.value is None:
-                continue
-            if cell.synthetic:
-                out.append(CellNoise(cell, None, "synthetic data: not compared with the paper"))
-            elif cell.statistic not in NOISE_STATISTICS:
-                out.append(CellNoise(cell, None, f"a {cell.statistic} over seeds is not compared for noise"))
-            else:
-                out.append(CellNoise(cell, within_noise(cell.value, cell.std, cell.reported.value, cell.reported.std,
-                                                        default_sd=default_sd)))
+        spec = tables.specs[name]
+        for row in spec["rows"]:
+            for column in spec["columns"]:
+                side = tables.locate(Side(name, row["label"], column["label"]))
+                if side.cell is not None and side.paper is not None and side.paper.value is not None:
+                    out.append(_noise(side, default_sd))
     return out
+
+
+def _noise(side: SideResult, default_sd: float) -> CellNoise:
+    cell = side.cell
+    partial = partial_average(side)
+    if partial:
+        return CellNoise(cell, None, f"ours averages {len(partial)} of {len(STS_TASKS)} STS tasks")
+    if cell.synthetic:
+        return CellNoise(cell, None, "synthetic data: not compared with the paper")
+    if cell.statistic not in NOISE_STATISTICS:
+        return CellNoise(cell, None, f"a {cell.statistic} over seeds is not compared for noise")
+    return CellNoise(cell, within_noise(cell.value, cell.std, side.paper.value, side.paper.std, default_sd=default_sd))
 
 
 def build_verdicts(claims: dict, metrics_files: list[Path], backbones: dict, experiment: str, *,
