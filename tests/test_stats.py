@@ -18,7 +18,7 @@ from sentrepro.stats import (
     seed_bootstrap_interval,
     seed_interval,
     seed_statistic,
-    spearman_rows,
+    pearson_rows,
     value_groups,
     verdict,
     welch_interval,
@@ -34,9 +34,11 @@ def _paired_sample(n=40, seed=3):
     return a, b, gold
 
 
-def test_spearman_rows_matches_scipy_with_ties():
+def test_spearman_from_resampled_ranks_matches_scipy_with_ties():
     a, b, gold = _paired_sample()
-    got = spearman_rows(np.stack([a, b]), np.stack([gold, gold]))
+    full = np.arange(len(gold))[None, :]
+    got = [pearson_rows(resampled_ranks(*value_groups(x), full), resampled_ranks(*value_groups(gold), full))[0]
+           for x in (a, b)]
     assert got == pytest.approx([scipy_stats.spearmanr(a, gold).statistic,
                                  scipy_stats.spearmanr(b, gold).statistic], abs=1e-12)
 

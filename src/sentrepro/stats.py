@@ -142,21 +142,6 @@ def seed_interval(a: Sequence[float], b: Sequence[float], statistic: str, *, sel
 # --- paired bootstrap over evaluation items --------------------------------------------------------
 
 
-def spearman_rows(pred: np.ndarray, gold: np.ndarray) -> np.ndarray:
-    """Spearman correlation of each row: pred (R, n), gold (R, n) -> (R,). Ties get average ranks."""
-    rp = _scipy_stats.rankdata(pred, axis=-1)
-    rg = _scipy_stats.rankdata(gold, axis=-1)
-    rp = rp - rp.mean(axis=-1, keepdims=True)
-    rg = rg - rg.mean(axis=-1, keepdims=True)
-    den = np.sqrt((rp * rp).sum(axis=-1) * (rg * rg).sum(axis=-1))
-    return (rp * rg).sum(axis=-1) / np.where(den == 0, np.nan, den)
-
-
-def sts_score(pred: np.ndarray, gold: np.ndarray) -> np.ndarray:
-    """The STS number the tables show: Spearman x100. (R, n), (R, n) -> (R,)"""
-    return 100.0 * spearman_rows(pred, gold)
-
-
 def value_groups(values: np.ndarray) -> tuple[np.ndarray, int]:
     """Each value's group among the distinct values, ascending: (n,) -> group ids (n,), number of groups."""
     distinct, groups = np.unique(np.asarray(values), return_inverse=True)
