@@ -20,6 +20,7 @@ include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/suites.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/verdicts.smk"
 
 
 check_rule_code()
@@ -34,6 +35,7 @@ localrules:
     prepare_corpus,
     table,
     figure,
+    verdicts,
 
 
 rule all:
@@ -42,4 +44,5 @@ rule all:
         checked_targets(),
         suite_targets(),
         figure_targets(),
+        verdict_targets(),
     default_target: True

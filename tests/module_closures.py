@@ -111,7 +111,7 @@ def data_readers(data_file: str) -> set[str]:
     readers = set()
     for module_path in PACKAGE.rglob("*.py"):
         literals = _string_literals(module_path)
-        if any(path.name == s or (len(path.parts) > 1 and s.startswith(f"{path.parts[-2]}/")) for s in literals):
+        if any(path.name == s or s.endswith(f"/{path.name}") or (len(path.parts) > 1 and s.startswith(f"{path.parts[-2]}/")) for s in literals):
             rel = module_path.relative_to(SRC).with_suffix("")
             parts = list(rel.parts[:-1]) if rel.name == "__init__" else list(rel.parts)
             readers.add(".".join(parts))

@@ -56,7 +56,7 @@ def test_learning_rate_change_reruns_only_that_training(finished_run, tmp_path):
     shutil.copytree(finished_run, workdir, symlinks=True)
     _edit_overlay(workdir, lambda o: o["methods"]["simcse"]["per_backbone"]["tiny-bert"].update(lr=5e-5))
     jobs = planned_jobs(snakemake(workdir, "-n"))
-    assert jobs == {"train": 1, "evaluate_sts": 1, "table": len(tables_reading("simcse")), "all": 1}
+    assert jobs == {"train": 1, "evaluate_sts": 1, "table": len(tables_reading("simcse")), "verdicts": 1, "all": 1}
 
 
 def test_unrelated_change_reruns_nothing(finished_run, tmp_path):
@@ -168,6 +168,7 @@ def test_report_command_builds_a_self_contained_report_with_every_table(finished
     for name in yaml.safe_load((REPO / "config.yaml").read_text())["tables"]:
         assert f"{name}.html" in html, name
     assert "ConPVP Table 3: Spearman correlation" in html  # a table caption (workflow/report/tables/*.rst)
+    assert "verdicts.html" in html and "Reproduction verdicts of experiment" in html  # workflow/report/verdicts.rst
     for figure in (finished_run / "results" / "wftest" / "figures").glob("*.png"):
         assert figure.name in html, figure.name
 

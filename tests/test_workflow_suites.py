@@ -175,8 +175,8 @@ def test_nothing_to_do_after_a_run_and_a_suite_setting_reruns_only_that_suite(su
     changed = suites_run / "overlay-clustering-seeds.yaml"
     changed.write_text(yaml.safe_dump(overlay, sort_keys=False))
     jobs = planned_jobs(snakemake(suites_run, "-n", overlay=changed))
-    # the one clustering job, and the tables that read clustering results; no training, no other suite
-    assert jobs["evaluate_suite"] == 1 and set(jobs) <= {"evaluate_suite", "table", "all"}, jobs
+    # the one clustering job, and the tables (and verdicts) that read clustering results; no training, no other suite
+    assert jobs["evaluate_suite"] == 1 and set(jobs) <= {"evaluate_suite", "table", "verdicts", "all"}, jobs
     overlay["evaluation"]["clustering"]["seeds"] = [0, 1]
     overlay["evaluation"]["tsne"]["perplexity"] = 12
     changed.write_text(yaml.safe_dump(overlay, sort_keys=False))

@@ -217,3 +217,58 @@ def audit_cell(csv_path: Path, row: str, column: str) -> AuditReport:
         path_text, _, digest = source.partition("#sha256=")
         _verify(Path(path_text), digest, report, "  - ", "compared:")
     return report
+
+
+# --- verdict rows (results/<exp>/verdicts.csv) ---------------------------------------------------------
+
+
+def is_verdict_csv(csv_path: Path) -> bool:
+    """A verdicts CSV (header starts with ``claim``) rather than a table's long CSV."""
+    with open(csv_path, newline="", encoding="utf-8") as handle:
+        header = next(csv.reader(handle), [])
+    return bool(header) and header[0] == "claim"
+
+
+def find_verdict(csv_path: Path, claim: str) -> dict:
+    """The verdict row of a claim id (exact, or a unique substring)."""
+    with open(csv_path, newline="", encoding="utf-8") as handle:
+        records = list(csv.DictReader(handle))
+    exact = [r for r in records if r["claim"] == claim]
+    matches = exact or [r for r in records if claim.lower() in r["claim"].lower()]
+    if len(matches) != 1:
+        what = "no claim" if not matches else "several claims"
+        raise AuditError(f"{csv_path}: {what} matching '{claim}'; claims: " + "; ".join(r["claim"] for r in records))
+    return matches[0]
+
+
+def audit_verdict(csv_path: Path, claim: str) -> AuditReport:
+    """A verdict row: the claim and its source, then per side the cell, its seeds (value, used or not),
+    and each seed's metrics file and per-pair scores, hash-checked, with the metrics files' chains."""
+    record = find_verdict(Path(csv_path), claim)
+    prov = json.loads(record["provenance"])
+    report = AuditReport()
+    report.lines.append(f"{record['claim']}: {record['text']}  ({record['source']}, claimed {record['direction']}"
+                        + (f" by {record['claimed_magnitude']}" if record["claimed_magnitude"] else "") + ")")
+    intervals = [(f"[{record[k + '_low']}, {record[k + '_high']}] " if record[k + "_low"] else "")
+                 + record[k + "_method"] for k in ("seed", "items")]
+    report.lines.append(f"verdict {record['verdict']}: ours {record['ours_delta'] or '–'}, paper "
+                        f"{record['paper_delta'] or '–'}; seeds: {intervals[0] or '–'}; items: {intervals[1] or '–'}")
+    claims_path, _, digest = prov["claims_file"].partition("#sha256=")
+    _verify(Path(claims_path), digest, report, "- ", "claims file:")
+    seen: set[Path] = set()
+    for key in ("a", "b"):
+        side = prov[key]
+        report.lines.append(f"- side {key}: {side['cell']} ({side['printed_row']}), statistic {side['statistic']}, "
+                            f"paper number from {side['paper'] or '–'}")
+        if not side["seeds"]:
+            report.lines.append("  no run of ours for this side")
+        for entry in side["seeds"]:
+            report.lines.append(f"  - seed {entry['seed']}: {entry['value']:.4f}"
+                                + (" (used)" if entry["used"] else " (compared, not used)"))
+            path_text, _, digest = entry["metrics"].partition("#sha256=")
+            if _verify(Path(path_text), digest, report, "    - ", "metrics:"):
+                _follow(Path(path_text), report, 2, seen)
+            if entry.get("items"):
+                path_text, _, digest = entry["items"].partition("#sha256=")
+                _verify(Path(path_text), digest, report, "    - ", "per-pair scores:")
+    return report

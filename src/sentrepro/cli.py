@@ -182,6 +182,20 @@ def cmd_table(args) -> int:
     return 0
 
 
+def cmd_verdicts(args) -> int:
+    from sentrepro.verdicts.build import build_verdicts
+    from sentrepro.verdicts.claims import CLAIMS_PATH, load_claims
+    from sentrepro.verdicts.render import summary, write_outputs
+
+    claims_path = Path(args.claims) if args.claims else CLAIMS_PATH
+    context = _spec(args.spec)
+    result = build_verdicts(load_claims(claims_path), [Path(p) for p in args.metrics], context["backbones"],
+                            context["experiment"], claims_path=claims_path)
+    paths = write_outputs(result, Path(args.out_prefix))
+    print(f"verdicts: {summary(result)} -> " + ", ".join(str(p) for p in paths))
+    return 0
+
+
 def cmd_cost(args) -> int:
     from sentrepro.config import ConfigError, load_config
     from sentrepro.cost import CostError, estimate, format_estimate
@@ -198,10 +212,15 @@ def cmd_cost(args) -> int:
 
 
 def cmd_audit(args) -> int:
-    from sentrepro.audit import AuditError, audit_cell
+    from sentrepro.audit import AuditError, audit_cell, audit_verdict, is_verdict_csv
 
     try:
-        report = audit_cell(Path(args.csv), args.row, args.column)
+        if is_verdict_csv(Path(args.csv)):
+            report = audit_verdict(Path(args.csv), args.row)
+        elif args.column is None:
+            raise AuditError(f"{args.csv}: a table cell needs a row and a column")
+        else:
+            report = audit_cell(Path(args.csv), args.row, args.column)
     except AuditError as exc:
         print(exc, file=sys.stderr)
         return 2
@@ -294,14 +313,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--description-text", default="", help="the caption text itself (what the workflow passes)")
     p.set_defaults(func=cmd_table)
 
+    p = sub.add_parser("verdicts", help="test each published claim (claims.yaml) on the metrics files")
+    p.add_argument("--spec", required=True, help="experiment context as JSON (experiment, backbones)")
+    p.add_argument("--out-prefix", required=True, help="writes <prefix>.md, .csv, .cells.csv, .html")
+    p.add_argument("--metrics", nargs="*", default=[], help="metrics JSON files the claims' tables read")
+    p.add_argument("--claims", default="", help="claims file (default: src/sentrepro/tables/claims.yaml)")
+    p.set_defaults(func=cmd_verdicts)
+
     p = sub.add_parser("cost", help="count the jobs of a config and estimate its GPU-hours before running it")
     p.add_argument("configfiles", nargs="+", help="config.yaml, then overlays")
     p.set_defaults(func=cmd_cost)
 
-    p = sub.add_parser("audit", help="trace a table cell back to raw data and verify every hash")
-    p.add_argument("csv")
-    p.add_argument("row")
-    p.add_argument("column")
+    p = sub.add_parser("audit", help="trace a table cell (or a verdict row) back to raw data and verify every hash")
+    p.add_argument("csv", help="a table's <name>.csv, or verdicts.csv")
+    p.add_argument("row", help="the table row, or the claim id of a verdict row")
+    p.add_argument("column", nargs="?", default=None, help="the table column (not for verdicts.csv)")
     p.set_defaults(func=cmd_audit)
     return parser
 

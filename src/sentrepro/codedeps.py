@@ -254,7 +254,7 @@ def declared_data(module: str) -> tuple[str, ...]:
         matched = sorted(p for p in base.glob(pattern) if p.is_file())
         if not matched:
             raise CodeDepsError(f"src/{PACKAGE}/{rel}: {DECLARATION} entry '{pattern}' matches no file")
-        files.extend(p.relative_to(PACKAGE_DIR).as_posix() for p in matched)
+        files.extend(p.resolve().relative_to(PACKAGE_DIR).as_posix() for p in matched)  # '../x' allowed
     return tuple(files)
 
 

@@ -19,7 +19,8 @@ from sentrepro.config import canonical_json
 from sentrepro.fsutil import atomic_write_json, read_json, sha256_bytes
 from sentrepro.methods import build_method, kind_trains
 from sentrepro.methods.base import Method, SentenceModel
-from sentrepro.provenance import Provenance
+from sentrepro.evaluation.item_scores import pairs_path, write_pairs
+from sentrepro.provenance import Provenance, file_record
 from sentrepro.tokenize import TokenizedCorpus
 from sentrepro.train import BEST, TrainSettings, seed_everything, train
 
@@ -137,10 +138,13 @@ def run_sts_evaluation(spec: dict, run_dir: Path | None, sts_manifest: Path, out
     prov.add_input(sts_manifest, "STS dataset manifest")
     model.to(device)
     sts = spec["sts"]
+    items: dict = {}
     results, used_files, encoded = evaluate_sts(method, model, Path(sts_manifest), sts, device=device,
-                                                precision=precision)
+                                                precision=precision, items=items)
     for path in used_files:
         prov.add_input(path, "STS data file")
+    item_scores = write_pairs(pairs_path(out), items)
+    prov.extra["outputs"] = [file_record(pairs_path(out), "per-pair cosines and gold scores (item_scores)")]
     manifest = read_json(sts_manifest)
     # The keys every metrics file has (README, evaluation suites): the data's source and whether it is
     # a generated fixture (from its manifest), the subset scored (STS always scores whole test sets)
@@ -148,7 +152,7 @@ def run_sts_evaluation(spec: dict, run_dir: Path | None, sts_manifest: Path, out
     payload = {"suite": "sts", "variant": sts["variant"], "aggregation": "all", "results": results,
                "data": {"source": sts.get("source") or manifest.get("name"),
                         "synthetic": bool(manifest.get("synthetic", False))},
-               "subset": None, "encoded_sentences": encoded,
+               "subset": None, "encoded_sentences": encoded, "item_scores": item_scores,
                "provenance": prov.finish()}
     atomic_write_json(out, payload)
     return payload

@@ -329,6 +329,34 @@ def primary_stand_in(name, backbone):
     return value if isinstance(value, str) else value[0]
 
 
+# --- reproduction verdicts (workflow/rules/verdicts.smk; sentrepro.verdicts) ------------------
+from types import SimpleNamespace
+
+from sentrepro.evaluation.item_scores import pairs_path
+from sentrepro.verdicts.claims import claim_tables, load_claims
+
+
+def verdict_targets():
+    return [f"{EXP}/verdicts.{ext}" for ext in ("md", "csv", "html")]
+
+
+def verdict_tables():
+    return claim_tables(load_claims())
+
+
+def verdict_metrics(w):
+    """Every metrics file the claims' tables read (each once), as the table rule requests them."""
+    files = set()
+    for name in verdict_tables():
+        files.update(table_metrics(SimpleNamespace(table=name)))
+    return sorted(files)
+
+
+def verdict_pair_scores(w):
+    """The per-pair scores beside every STS metrics file the verdicts read (written by evaluate_sts)."""
+    return [str(pairs_path(f)) for f in verdict_metrics(w) if Path(f).name == "sts.json"]
+
+
 # --- the code a rule runs (sentrepro.codedeps) ---------------------------------------------------
 
 

@@ -7,7 +7,9 @@ rule evaluate_sts:
         data=lambda w: manifest(config["evaluation"]["sts"]["source"]),
         checked=lambda w: checked(config["evaluation"]["sts"]["source"]),
     output:
-        f"{EXP}/metrics/{{backbone}}/{{method}}/{{run}}/sts.json",
+        metrics=f"{EXP}/metrics/{{backbone}}/{{method}}/{{run}}/sts.json",
+        # every test pair's cosine and gold score (sentrepro.evaluation.item_scores), for the verdicts
+        pairs=f"{EXP}/metrics/{{backbone}}/{{method}}/{{run}}/sts.pairs.npz",
     params:
         spec=lambda w: eval_spec(w, sts_slice(config)),
         code=rule_code("cli:evaluate"),
@@ -26,4 +28,4 @@ rule evaluate_sts:
         f"{EXP}/logs/evaluate_sts/{{backbone}}/{{method}}/{{run}}.log",
     shell:
         "sentrepro evaluate sts --spec {params.spec:q} --run-dir={params.run_dir:q} "
-        "--data-manifest {input.data:q} --out {output:q} > {log:q} 2>&1"
+        "--data-manifest {input.data:q} --out {output.metrics:q} > {log:q} 2>&1"

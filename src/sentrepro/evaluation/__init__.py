@@ -4,6 +4,7 @@ The protocols take numpy embeddings (float32, shape (N, H)) plus integer labels 
 are independent of the encoder that produced the vectors:
 
 * ``sts``, ``sts_suite`` – unsupervised STS scoring (cosine + Spearman, SimCSE's "all" setting).
+* ``item_scores``    – every STS pair's cosine and gold score, kept beside ``sts.json`` (the verdicts' bootstrap).
 * ``probe``          – the SentEval logistic-regression probe (one ``nn.Linear`` + SentEval's training loop).
 * ``transfer``       – the seven SentEval transfer tasks (nested CV, fixed dev, CV-selected L2 on a fixed test).
 * ``fewshot``        – few-shot transfer (16 labelled examples per class, 10 seeds; ConPVP Figure 7).

@@ -3,7 +3,9 @@
 Every distinct sentence of every selected task is encoded in one length-sorted pass, so sentences
 shared across pairs or tasks are encoded once. Per task the metrics file keeps ``all``, ``mean``,
 ``wmean`` and the per-subset values; the reported number is ``all`` x100 for STS12-16 and the test
-Spearman x100 for STS-B and SICK-R. ``avg`` is the plain mean over the tasks present.
+Spearman x100 for STS-B and SICK-R. ``avg`` is the plain mean over the tasks present. Given an
+``items`` dict, each task's per-pair cosines and gold scores are kept too (pooled in subset order for
+STS12-16, the order the "all" Spearman is computed on), for the paired bootstrap of the verdicts.
 """
 
 from __future__ import annotations
@@ -42,8 +44,11 @@ def load_sts_tasks(root: Path, cfg: dict) -> tuple[dict[str, dict[str, list]], l
     return tasks, used
 
 
-def score_tasks(tasks: dict[str, dict[str, list]], embed) -> dict:
-    """Score loaded tasks with ``embed(list[str]) -> (N, H)`` called once over all sentences."""
+def score_tasks(tasks: dict[str, dict[str, list]], embed, items: dict | None = None) -> dict:
+    """Score loaded tasks with ``embed(list[str]) -> (N, H)`` called once over all sentences.
+
+    ``items``, when given, receives task -> (cosines (n,), gold (n,)) of every scored pair.
+    """
     sentences: list[str] = []
     for subsets in tasks.values():
         for pairs in subsets.values():
@@ -59,6 +64,9 @@ def score_tasks(tasks: dict[str, dict[str, list]], embed) -> dict:
             left, right = vectors[cursor:cursor + n], vectors[cursor + n:cursor + 2 * n]
             cursor += 2 * n
             per_subset[name] = (cosine_rows(left, right), np.array([p.score for p in pairs]))
+        if items is not None:
+            items[task] = (np.concatenate([pred for pred, _ in per_subset.values()]),
+                           np.concatenate([gold for _, gold in per_subset.values()]))
         if task in YEARS:
             agg = aggregate_subsets(per_subset)
             results[task] = {**agg, "reported": 100 * agg["all"]}
@@ -70,7 +78,8 @@ def score_tasks(tasks: dict[str, dict[str, list]], embed) -> dict:
     return results
 
 
-def evaluate_sts(method, model, manifest: Path, cfg: dict, *, device="cpu", precision="fp32"):
+def evaluate_sts(method, model, manifest: Path, cfg: dict, *, device="cpu", precision="fp32",
+                 items: dict | None = None):
     """Score the configured tasks: (results, data files read, distinct sentences encoded)."""
     root = Path(manifest).parent / FILES
     tasks, used = load_sts_tasks(root, cfg)
@@ -82,4 +91,4 @@ def evaluate_sts(method, model, manifest: Path, cfg: dict, *, device="cpu", prec
         return encode_sentences(method, model, sentences, purpose="test", batch_size=cfg.get("batch_size", 128),
                                 device=device, precision=precision)
 
-    return score_tasks(tasks, embed), used, encoded
+    return score_tasks(tasks, embed, items), used, encoded

@@ -1,0 +1,288 @@
+"""Uncertainty of a difference between two systems: over seeds and over evaluation items.
+
+Pure numpy/scipy functions, no I/O. Two kinds of interval, both 95% by default:
+
+* seed interval: the difference of the two sides' seed statistics (mean, best, std, ...) with a
+  bootstrap over seeds (each side's seeds resampled independently, the statistic recomputed) and,
+  for the mean with n >= 3 seeds on both sides, Welch's t interval on the difference of means. With
+  one seed on a side there is no seed interval.
+* test-set interval: a paired bootstrap over evaluation items. Each task's items (STS pairs) are
+  resampled once per replicate and both systems (every seed of both sides) are scored on that same
+  resample; the 7-task average resamples every task independently and averages the task scores.
+
+A verdict compares the intervals with the claimed direction, and :func:`within_noise` says whether a
+reproduced cell is within the combined seed noise of the paper's number.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+from scipy import stats as _scipy_stats
+
+LEVEL = 0.95
+SEED_STATISTICS = ("mean", "best", "max", "min", "std", "range")
+DIRECTIONS = ("greater", "less", "no_gain")
+HOLDS, REVERSED, INCONCLUSIVE = "holds", "reversed", "inconclusive"
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A point estimate of a difference (A - B) with its interval and how it was obtained."""
+
+    estimate: float
+    low: float
+    high: float
+    method: str          # "welch-t", "seed-bootstrap", "paired-bootstrap"
+    detail: str          # e.g. "n=4 vs 4", "1000 resamples, seed 0, tasks STS12..."
+
+    def excludes_zero(self) -> int:
+        """+1 when the whole interval is above 0, -1 when below, 0 when it contains 0."""
+        if self.low > 0:
+            return 1
+        if self.high < 0:
+            return -1
+        return 0
+
+    def contains(self, value: float) -> bool:
+        return self.low <= value <= self.high
+
+
+# --- seed statistics ------------------------------------------------------------------------------
+
+
+def seed_statistic(values: np.ndarray, name: str, selection: np.ndarray | None = None) -> np.ndarray:
+    """The statistic over axis 0 (seeds) of ``values`` (S, ...) -> (...).
+
+    ``best`` is the value of the seed with the highest ``selection`` (S, ...) (ties: the first seed),
+    as ConPVP's best-of-N; without a selection it is the max. ``std`` is the population std (ddof=0),
+    the tables' convention.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    if name == "mean":
+        return values.mean(axis=0)
+    if name == "max" or (name == "best" and selection is None):
+        return values.max(axis=0)
+    if name == "best":
+        chosen = np.argmax(np.asarray(selection, dtype=np.float64), axis=0)          # (...)
+        return np.take_along_axis(values, chosen[None, ...], axis=0)[0]
+    if name == "min":
+        return values.min(axis=0)
+    if name == "std":
+        return values.std(axis=0)
+    if name == "range":
+        return values.max(axis=0) - values.min(axis=0)
+    raise ValueError(f"unknown seed statistic '{name}' (known: {', '.join(SEED_STATISTICS)})")
+
+
+def _percentile(diffs: np.ndarray, level: float) -> tuple[float, float]:
+    alpha = (1 - level) / 2
+    low, high = np.quantile(diffs, [alpha, 1 - alpha])
+    return float(low), float(high)
+
+
+def seed_bootstrap_interval(a: Sequence[float], b: Sequence[float], statistic: str, *,
+                            selection_a: Sequence[float] | None = None, selection_b: Sequence[float] | None = None,
+                            n_resamples: int = 10000, seed: int = 0, level: float = LEVEL) -> Interval | None:
+    """Percentile bootstrap of stat(A) - stat(B), seeds of each side resampled with replacement.
+
+    None when a side has fewer than 2 seeds (one seed carries no seed spread).
+    """
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    if len(a) < 2 or len(b) < 2:
+        return None
+    rng = np.random.default_rng(seed)
+    ia = rng.integers(0, len(a), size=(n_resamples, len(a)))     # (R, Sa)
+    ib = rng.integers(0, len(b), size=(n_resamples, len(b)))     # (R, Sb)
+    sel_a = None if selection_a is None else np.asarray(selection_a, dtype=np.float64)[ia].T
+    sel_b = None if selection_b is None else np.asarray(selection_b, dtype=np.float64)[ib].T
+    stat_a = seed_statistic(a[ia].T, statistic, sel_a)           # (R,)
+    stat_b = seed_statistic(b[ib].T, statistic, sel_b)
+    estimate = float(seed_statistic(a, statistic, selection_a) - seed_statistic(b, statistic, selection_b))
+    low, high = _percentile(stat_a - stat_b, level)
+    few = " (few seeds: a coarse interval)" if min(len(a), len(b)) < 5 else ""
+    return Interval(estimate, low, high, "seed-bootstrap",
+                    f"bootstrap over seeds, n={len(a)} vs {len(b)}, {n_resamples} resamples, seed {seed}{few}")
+
+
+def welch_interval(a: Sequence[float], b: Sequence[float], level: float = LEVEL) -> Interval | None:
+    """Welch's t interval for mean(A) - mean(B) (sample variances, Welch-Satterthwaite df).
+
+    None unless both sides have at least 3 seeds.
+    """
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    if len(a) < 3 or len(b) < 3:
+        return None
+    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+    diff = float(a.mean() - b.mean())
+    se = float(np.sqrt(va + vb))
+    if se == 0.0:
+        return Interval(diff, diff, diff, "welch-t", f"n={len(a)} vs {len(b)}, zero variance")
+    df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
+    t = float(_scipy_stats.t.ppf(1 - (1 - level) / 2, df))
+    return Interval(diff, diff - t * se, diff + t * se, "welch-t", f"Welch's t, n={len(a)} vs {len(b)}, df={df:.1f}")
+
+
+def seed_interval(a: Sequence[float], b: Sequence[float], statistic: str, *, selection_a=None, selection_b=None,
+                  n_resamples: int = 10000, seed: int = 0, level: float = LEVEL) -> Interval | None:
+    """The seed interval a verdict uses: Welch's t for the mean with n >= 3 on both sides, else the
+    bootstrap over seeds (n >= 2), else None."""
+    if statistic == "mean":
+        welch = welch_interval(a, b, level)
+        if welch is not None:
+            return welch
+    return seed_bootstrap_interval(a, b, statistic, selection_a=selection_a, selection_b=selection_b,
+                                   n_resamples=n_resamples, seed=seed, level=level)
+
+
+# --- paired bootstrap over evaluation items --------------------------------------------------------
+
+
+def value_groups(values: np.ndarray) -> tuple[np.ndarray, int]:
+    """Each value's group among the distinct values, ascending: (n,) -> group ids (n,), number of groups."""
+    distinct, groups = np.unique(np.asarray(values), return_inverse=True)
+    return groups.reshape(-1), len(distinct)
+
+
+def resampled_ranks(groups: np.ndarray, n_groups: int, draws: np.ndarray) -> np.ndarray:
+    """Average ranks (1-based, ties averaged, as rankdata) of each resample's drawn items, without sorting.
+
+    groups (n,) from :func:`value_groups`; draws (R, m) item indices -> ranks (R, m). Per row, the items
+    of value group g occupy ranks below(g) + 1 .. below(g) + count(g); each gets their average.
+    """
+    rows, m = draws.shape
+    drawn = groups[draws]                                                      # (R, m)
+    flat = (np.arange(rows)[:, None] * n_groups + drawn).ravel()
+    counts = np.bincount(flat, minlength=rows * n_groups).reshape(rows, n_groups).astype(np.float64)
+    below = np.cumsum(counts, axis=1) - counts                                 # (R, G)
+    return np.take_along_axis(below + (counts + 1.0) / 2.0, drawn, axis=1)     # (R, m)
+
+
+def pearson_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Pearson correlation of each row: (R, m), (R, m) -> (R,)."""
+    x = x - x.mean(axis=1, keepdims=True)
+    y = y - y.mean(axis=1, keepdims=True)
+    den = np.sqrt((x * x).sum(axis=1) * (y * y).sum(axis=1))
+    return (x * y).sum(axis=1) / np.where(den == 0, np.nan, den)
+
+
+@dataclass(frozen=True)
+class PairedTask:
+    """One task's items scored by both sides: per-seed predictions (S, n) and the gold labels (n,)."""
+
+    a: np.ndarray        # (Sa, n)
+    b: np.ndarray        # (Sb, n)
+    gold: np.ndarray     # (n,)
+
+    def __post_init__(self):
+        n = len(self.gold)
+        if self.a.ndim != 2 or self.b.ndim != 2 or self.a.shape[1] != n or self.b.shape[1] != n:
+            raise ValueError(f"paired task: predictions {self.a.shape} and {self.b.shape} do not match {n} items")
+
+
+def paired_bootstrap(tasks: dict[str, PairedTask], statistic_a: str, statistic_b: str | None = None, *,
+                     n_resamples: int = 1000, seed: int = 0, level: float = LEVEL,
+                     chunk: int = 200) -> Interval:
+    """Paired bootstrap of stat(A) - stat(B) of the STS score (Spearman x100); several tasks are averaged.
+
+    Per replicate, each task (sorted by name, so the draws do not depend on dict order) draws one
+    index vector of its items; every seed of both sides is scored on it; the seed statistic
+    (``best`` must already be reduced to the chosen seed by the caller) combines seeds; the task
+    scores are averaged over tasks. Ranks within a resample come from counting value groups
+    (:func:`resampled_ranks`), the gold ranks once per resample for every seed of both sides.
+    Returns the percentile interval of A - B and the full-data estimate.
+    """
+    if not tasks:
+        raise ValueError("paired_bootstrap needs at least one task")
+    statistic_b = statistic_a if statistic_b is None else statistic_b
+    rng = np.random.default_rng(seed)
+    diffs = np.zeros(n_resamples)                                         # (R,)
+    estimate = 0.0
+    for name in sorted(tasks):
+        task = tasks[name]
+        n = len(task.gold)
+        gold_groups = value_groups(task.gold)
+        pred_groups = ([value_groups(p) for p in task.a], [value_groups(p) for p in task.b])
+
+        def difference(idx: np.ndarray) -> np.ndarray:                    # idx (R, n) -> (R,)
+            gold_ranks = resampled_ranks(*gold_groups, idx)
+            side_a = _side(pred_groups[0], gold_ranks, idx, statistic_a)
+            return side_a - _side(pred_groups[1], gold_ranks, idx, statistic_b)
+
+        estimate += float(difference(np.arange(n)[None, :])[0])
+        draws = rng.integers(0, n, size=(n_resamples, n))                 # (R, n)
+        for start in range(0, n_resamples, chunk):
+            diffs[start:start + chunk] += difference(draws[start:start + chunk])
+    diffs /= len(tasks)
+    low, high = _percentile(diffs, level)
+    return Interval(estimate / len(tasks), low, high, "paired-bootstrap",
+                    f"paired bootstrap over items, {n_resamples} resamples, seed {seed}, "
+                    f"{len(tasks)} task(s): {', '.join(sorted(tasks))}")
+
+
+def _side(groups: list[tuple[np.ndarray, int]], gold_ranks: np.ndarray, idx: np.ndarray, statistic: str) -> np.ndarray:
+    """One side's seed statistic of Spearman x100 on each resample: idx (R, n) -> (R,)."""
+    per_seed = np.stack([100.0 * pearson_rows(resampled_ranks(g, k, idx), gold_ranks) for g, k in groups])  # (S, R)
+    return seed_statistic(per_seed, "max" if statistic == "best" else statistic)
+
+
+# --- verdicts and cell noise ----------------------------------------------------------------------
+
+
+def verdict(intervals: Sequence[Interval], direction: str) -> str:
+    """holds / reversed / inconclusive from the available intervals of A - B.
+
+    ``greater`` (A beats B) holds when every interval lies above 0 and is reversed when every interval
+    lies below 0; ``less`` mirrors it. ``no_gain`` (A does not improve on B) is reversed when every
+    interval lies above 0 and holds when every interval lies at or below 0 (high <= 0). With no
+    interval, or intervals that disagree, the claim is inconclusive.
+    """
+    if direction not in DIRECTIONS:
+        raise ValueError(f"unknown claim direction '{direction}' (known: {', '.join(DIRECTIONS)})")
+    if not intervals:
+        return INCONCLUSIVE
+    signs = {i.excludes_zero() for i in intervals}
+    if direction == "no_gain":
+        if signs == {1}:
+            return REVERSED
+        if all(i.high <= 0 for i in intervals):
+            return HOLDS
+        return INCONCLUSIVE
+    want = 1 if direction == "greater" else -1
+    if signs == {want}:
+        return HOLDS
+    if signs == {-want}:
+        return REVERSED
+    return INCONCLUSIVE
+
+
+def signed_magnitude(magnitude: float | None, direction: str) -> float | None:
+    """A claimed magnitude as a value of A - B ("improves by 2.60" -> +2.60; "less by 1.4" -> -1.4)."""
+    if magnitude is None:
+        return None
+    return -abs(magnitude) if direction == "less" else abs(magnitude)
+
+
+@dataclass(frozen=True)
+class Noise:
+    """Is a reproduced cell within the noise of the paper's number?"""
+
+    delta: float          # ours - paper
+    sd: float             # sqrt(paper_sd^2 + ours_sd^2)
+    within: bool          # |delta| <= z * sd
+    basis: str            # where each sd came from
+
+
+def within_noise(ours: float, ours_sd: float | None, paper: float, paper_sd: float | None, *,
+                 default_sd: float, z: float = 1.96) -> Noise:
+    """|ours - paper| <= z * sqrt(paper_sd^2 + ours_sd^2); a missing sd (the paper prints none, or we
+    have one seed) is replaced by ``default_sd``, and the basis says which."""
+    p_sd, p_basis = (paper_sd, "paper std") if paper_sd is not None else (default_sd, "default std for the paper")
+    o_sd, o_basis = (ours_sd, "our seed std") if ours_sd is not None else (default_sd, "default std for ours")
+    sd = float(np.sqrt(p_sd ** 2 + o_sd ** 2))
+    delta = float(ours - paper)
+    return Noise(delta, sd, abs(delta) <= z * sd, f"{p_basis} {p_sd:.2f}, {o_basis} {o_sd:.2f}, z={z}")

@@ -1,0 +1,252 @@
+"""Render the verdicts: CSV (one row per claim, auditable), Markdown and HTML (for the report).
+
+Every row shows the claim, its source line, ours (a − b with both intervals), the paper's (a − b as
+its tables print it, and the magnitude its text states), the verdict and whether the claimed
+magnitude lies inside our intervals. Rows computed on stand-in backbones or synthetic data say so,
+and the page opens with a banner when any row does. A second section lists, for every reproduced
+cell of the tables the claims read, whether it is within the noise of the paper's number.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+from pathlib import Path
+
+from sentrepro.fsutil import atomic_write_text
+from sentrepro.verdicts.build import NOT_RUN, ClaimResult, VerdictResult, row_provenance
+
+CSV_HEADER = ["claim", "paper", "source", "text", "direction", "claimed_magnitude", "a", "b", "statistic",
+              "ours_a", "ours_b", "ours_delta", "seed_low", "seed_high", "seed_method", "items_low", "items_high",
+              "items_method", "paper_a", "paper_b", "paper_delta", "verdict", "magnitude_inside", "labels",
+              "notes", "provenance"]
+CELLS_HEADER = ["table", "row", "column", "ours", "ours_std", "n", "paper", "paper_std", "delta", "combined_sd",
+                "within_noise", "basis"]
+
+HOW_TO_READ = (
+    "How to read: each row is one comparative claim, a − b. *Ours* is the difference of the two cells' "
+    "headline seed statistic (as the tables show them) with two 95% intervals: **seeds** (Welch's t for means "
+    "with ≥ 3 seeds per side, else a bootstrap over seeds, none with one seed) and **items** (a paired "
+    "bootstrap over the STS test pairs: both sides scored on the same resampled pairs; the Avg. resamples "
+    "each task independently). **holds**: every interval excludes 0 in the claimed direction; **reversed**: "
+    "every interval excludes 0 in the other; **inconclusive**: an interval contains 0 (or there is none); "
+    "**not run**: a side has no run of ours. *magnitude* says whether the paper's stated difference lies "
+    "inside each interval.")
+
+
+def _f(value: float | None, sign: bool = False) -> str:
+    if value is None:
+        return ""
+    return f"{value:+.2f}" if sign else f"{value:.2f}"
+
+
+def _interval(i) -> str:
+    return "" if i is None else f"[{i.low:+.2f}, {i.high:+.2f}]"
+
+
+def _method_name(method: str) -> str:
+    return {"welch-t": "seeds (Welch t)", "seed-bootstrap": "seeds (bootstrap)",
+            "paired-bootstrap": "items (paired bootstrap)"}.get(method, method)
+
+
+def magnitude_text(r: ClaimResult) -> str:
+    if r.claim.get("magnitude") is None or r.ours_delta is None:
+        return ""
+    if r.synthetic:
+        return "n/a (synthetic data)"
+    if r.partial:
+        return "n/a (partial average)"
+    if not r.magnitude_inside:
+        return "no interval"
+    return "; ".join(f"{_method_name(m)}: {'inside' if inside else 'outside'}"
+                     for m, inside in r.magnitude_inside.items())
+
+
+def claimed_text(r: ClaimResult) -> str:
+    magnitude = r.claim.get("magnitude")
+    direction = {"greater": "a > b", "less": "a < b", "no_gain": "a ≤ b"}[r.claim["direction"]]
+    return direction + ("" if magnitude is None else f", by {magnitude:.2f}")
+
+
+def ours_text(r: ClaimResult) -> str:
+    if r.ours_delta is None:
+        return "–"
+    parts = [f"{r.ours_delta:+.2f} ({r.a.ours:.2f} vs {r.b.ours:.2f}, {r.a.statistic})"]
+    parts.append(f"seeds {_interval(r.seed)}" if r.seed else "seeds: –")
+    parts.append(f"items {_interval(r.items)}" if r.items else "items: –")
+    return "; ".join(parts)
+
+
+def paper_text(r: ClaimResult) -> str:
+    a = r.a.paper.value if r.a.paper else None
+    b = r.b.paper.value if r.b.paper else None
+    if r.paper_delta is None:
+        return f"{_f(a) or '–'} vs {_f(b) or '–'}"
+    return f"{r.paper_delta:+.2f} ({a:.2f} vs {b:.2f})"
+
+
+def verdict_text(r: ClaimResult) -> str:
+    text = r.verdict
+    magnitude = magnitude_text(r)
+    if magnitude:
+        text += f"; magnitude {magnitude}"
+    return text
+
+
+def claim_label(r: ClaimResult) -> str:
+    return r.claim["text"] + "".join(f" [{label}]" for label in r.labels)
+
+
+def notes_text(r: ClaimResult) -> str:
+    return "; ".join(r.notes + [n for n in (r.seed_note, r.items_note) if n])
+
+
+# --- CSV -----------------------------------------------------------------------------------------------
+
+
+def to_csv(result: VerdictResult) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CSV_HEADER)
+    for r in result.claims:
+        c = r.claim
+        writer.writerow([
+            c["id"], c["paper"], f"{c['file']}:{c['line']}", c["text"], c["direction"], _f(c.get("magnitude")),
+            r.a.side.describe(), r.b.side.describe(), r.a.statistic or "", _f(r.a.ours), _f(r.b.ours),
+            _f(r.ours_delta, True), _f(r.seed.low if r.seed else None, True),
+            _f(r.seed.high if r.seed else None, True), r.seed.detail if r.seed else r.seed_note,
+            _f(r.items.low if r.items else None, True), _f(r.items.high if r.items else None, True),
+            r.items.detail if r.items else r.items_note,
+            _f(r.a.paper.value if r.a.paper else None), _f(r.b.paper.value if r.b.paper else None),
+            _f(r.paper_delta, True), r.verdict, magnitude_text(r), "; ".join(r.labels), "; ".join(r.notes),
+            row_provenance(r, result.claims_file)])
+    return buffer.getvalue()
+
+
+def to_cells_csv(result: VerdictResult) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CELLS_HEADER)
+    for entry in result.cells:
+        c, n = entry.cell, entry.noise
+        writer.writerow([c.table, c.row, c.column, _f(c.value), _f(c.std), c.n, _f(c.reported.value),
+                         _f(c.reported.std), _f(n.delta, True) if n else "", _f(n.sd) if n else "",
+                         ("yes" if n.within else "no") if n else "n/a", n.basis if n else entry.reason])
+    return buffer.getvalue()
+
+
+# --- Markdown and HTML ---------------------------------------------------------------------------------
+
+
+def banner(result: VerdictResult) -> str | None:
+    flagged = [r for r in result.claims if r.labels and r.ours_delta is not None]
+    if not flagged:
+        return None
+    synthetic = any(r.synthetic for r in flagged)
+    return ("**Stand-in/synthetic run.** " + ("Some rows are computed on synthetic data and " if synthetic else "")
+            + f"{len(flagged)} of {len(result.claims)} rows use stand-in backbones, synthetic data or a partial "
+            "average (labelled in brackets): they exercise the machinery and are not a test of the papers' claims.")
+
+
+def summary(result: VerdictResult) -> str:
+    counts: dict[str, int] = {}
+    for r in result.claims:
+        counts[r.verdict] = counts.get(r.verdict, 0) + 1
+    order = ["holds", "reversed", "inconclusive", NOT_RUN]
+    return (f"{len(result.claims)} claims: " + ", ".join(f"{counts.get(k, 0)} {k}" for k in order)
+            + f"; {len(result.not_checked)} statements not checked (listed below).")
+
+
+def settings_text(result: VerdictResult) -> str:
+    b, n = result.settings["bootstrap"], result.settings["noise"]
+    return (f"Paired bootstrap: {b['item_resamples']} resamples (seed {b['item_seed']}); bootstrap over seeds: "
+            f"{b['seed_resamples']} resamples (seed {b['seed_seed']}); level {b['level']}. Cell noise: "
+            f"|ours − paper| ≤ 1.96 · √(paper std² + our std²), a missing std replaced by {n['default_std']} "
+            f"({n['source']}). Claims: {result.claims_file.split('#')[0]}.")
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def to_markdown(result: VerdictResult) -> str:
+    lines = [f"# Reproduction verdicts: {result.experiment}", ""]
+    if banner(result):
+        lines += [banner(result), ""]
+    lines += [summary(result), "", HOW_TO_READ, "",
+              "| id | claim | source | claimed | ours: a − b; 95% intervals | paper: a − b | verdict |",
+              "|---|---|---|---|---|---|---|"]
+    for r in result.claims:
+        c = r.claim
+        lines.append("| " + " | ".join(_md(x) for x in [
+            c["id"], claim_label(r), f"{c['file']}:{c['line']}", claimed_text(r), ours_text(r), paper_text(r),
+            f"**{verdict_text(r)}**"]) + " |")
+    noted = [r for r in result.claims if notes_text(r)]
+    if noted:
+        lines += ["", "Notes:", ""] + [f"- `{r.claim['id']}`: {notes_text(r)}" for r in noted]
+    if result.not_checked:
+        lines += ["", "## Statements not checked", ""]
+        lines += [f"- `{e['id']}` ({e['file']}:{e['line']}): “{e['quote']}” — {e['why']}" for e in result.not_checked]
+    lines += ["", "## Cells within the noise of the paper's number", "",
+              "| table | row | column | ours | paper | ours − paper | combined sd | within noise |",
+              "|---|---|---|---|---|---|---|---|"]
+    for entry in result.cells:
+        c, n = entry.cell, entry.noise
+        lines.append("| " + " | ".join(_md(x) for x in [
+            c.table, c.row, c.column, _f(c.value), _f(c.reported.value), _f(n.delta, True) if n else "",
+            _f(n.sd) if n else "", ("yes" if n.within else "no") if n else f"n/a ({entry.reason})"]) + " |")
+    lines += ["", settings_text(result), ""]
+    return "\n".join(lines)
+
+
+def _h(text: str) -> str:
+    return html.escape(text, quote=True)
+
+
+def to_html(result: VerdictResult) -> str:
+    colours = {"holds": "#d9f2d9", "reversed": "#f7d4d4", "inconclusive": "#f4f4f4", NOT_RUN: "#ffffff"}
+    out = ["<!DOCTYPE html>", "<html><head><meta charset='utf-8'>",
+           f"<title>Reproduction verdicts: {_h(result.experiment)}</title>",
+           "<style>table{border-collapse:collapse;font-size:90%}td,th{border:1px solid #ccc;padding:3px 6px;"
+           "vertical-align:top}th{background:#eee}</style></head><body>",
+           f"<h1>Reproduction verdicts: {_h(result.experiment)}</h1>"]
+    if banner(result):
+        out.append(f"<p><strong>{_h(banner(result).replace('**', ''))}</strong></p>")
+    out += [f"<p>{_h(summary(result))}</p>", f"<p>{_h(HOW_TO_READ.replace('**', '').replace('*', ''))}</p>",
+            "<table><tr><th>id</th><th>claim</th><th>source</th><th>claimed</th><th>ours: a − b; 95% intervals</th>"
+            "<th>paper: a − b</th><th>verdict</th><th>notes</th></tr>"]
+    for r in result.claims:
+        c = r.claim
+        out.append(f"<tr style='background:{colours[r.verdict]}'>" + "".join(f"<td>{_h(x)}</td>" for x in [
+            c["id"], claim_label(r), f"{c['file']}:{c['line']}", claimed_text(r), ours_text(r), paper_text(r),
+            verdict_text(r), notes_text(r)]) + "</tr>")
+    out.append("</table>")
+    if result.not_checked:
+        out.append("<h2>Statements not checked</h2><ul>")
+        out += [f"<li>{_h(e['id'])} ({_h(e['file'])}:{e['line']}): “{_h(e['quote'])}” — {_h(e['why'])}</li>"
+                for e in result.not_checked]
+        out.append("</ul>")
+    out += ["<h2>Cells within the noise of the paper's number</h2>",
+            "<table><tr><th>table</th><th>row</th><th>column</th><th>ours</th><th>paper</th><th>ours − paper</th>"
+            "<th>combined sd</th><th>within noise</th></tr>"]
+    for entry in result.cells:
+        c, n = entry.cell, entry.noise
+        out.append("<tr>" + "".join(f"<td>{_h(x)}</td>" for x in [
+            c.table, c.row, c.column, _f(c.value), _f(c.reported.value), _f(n.delta, True) if n else "",
+            _f(n.sd) if n else "", ("yes" if n.within else "no") if n else f"n/a ({entry.reason})"]) + "</tr>")
+    out += ["</table>", f"<p>{_h(settings_text(result))}</p>", "</body></html>", ""]
+    return "\n".join(out)
+
+
+def write_outputs(result: VerdictResult, out_prefix: Path) -> list[Path]:
+    """``<prefix>.md``, ``.csv``, ``.cells.csv`` and ``.html``, each written atomically."""
+    out_prefix = Path(out_prefix)
+    outputs = {".md": to_markdown(result), ".csv": to_csv(result), ".cells.csv": to_cells_csv(result),
+               ".html": to_html(result)}
+    paths = []
+    for suffix, text in outputs.items():
+        path = out_prefix.with_name(out_prefix.name + suffix)
+        atomic_write_text(path, text)
+        paths.append(path)
+    return paths

@@ -1,0 +1,177 @@
+"""sentrepro.stats against independent computations: scipy's bootstrap, a hand-worked Welch interval,
+and constructed verdict cases."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats as scipy_stats
+
+from sentrepro.stats import (
+    HOLDS,
+    INCONCLUSIVE,
+    REVERSED,
+    Interval,
+    PairedTask,
+    paired_bootstrap,
+    resampled_ranks,
+    seed_bootstrap_interval,
+    seed_interval,
+    seed_statistic,
+    pearson_rows,
+    value_groups,
+    verdict,
+    welch_interval,
+    within_noise,
+)
+
+
+def _paired_sample(n=40, seed=3):
+    rng = np.random.default_rng(seed)
+    gold = rng.uniform(0, 5, n).round(1)                       # ties, as STS gold scores have
+    a = gold + rng.normal(0, 1.0, n)                           # the better system
+    b = gold + rng.normal(0, 2.0, n)
+    return a, b, gold
+
+
+def test_spearman_from_resampled_ranks_matches_scipy_with_ties():
+    a, b, gold = _paired_sample()
+    full = np.arange(len(gold))[None, :]
+    got = [pearson_rows(resampled_ranks(*value_groups(x), full), resampled_ranks(*value_groups(gold), full))[0]
+           for x in (a, b)]
+    assert got == pytest.approx([scipy_stats.spearmanr(a, gold).statistic,
+                                 scipy_stats.spearmanr(b, gold).statistic], abs=1e-12)
+
+
+def test_resampled_ranks_equal_rankdata_of_each_resample_with_ties():
+    values = np.array([3.0, 1.0, 2.0, 2.0, 5.0, 1.0, 4.0])
+    draws = np.random.default_rng(0).integers(0, len(values), size=(50, len(values)))
+    expected = np.stack([scipy_stats.rankdata(values[row]) for row in draws])
+    assert np.array_equal(resampled_ranks(*value_groups(values), draws), expected)
+
+
+def test_paired_bootstrap_matches_scipy_bootstrap_on_a_small_paired_sample():
+    a, b, gold = _paired_sample()
+
+    def difference(x, y, g):
+        return 100 * (scipy_stats.spearmanr(x, g).statistic - scipy_stats.spearmanr(y, g).statistic)
+
+    reference = scipy_stats.bootstrap((a, b, gold), difference, paired=True, vectorized=False,
+                                      n_resamples=4000, method="percentile", random_state=0).confidence_interval
+    ours = paired_bootstrap({"T": PairedTask(a[None], b[None], gold)}, "mean", n_resamples=4000, seed=1)
+    assert ours.estimate == pytest.approx(difference(a, b, gold), abs=1e-9)
+    width = reference.high - reference.low
+    # two independent Monte-Carlo draws of the same percentile interval: agree to a few % of its width
+    assert ours.low == pytest.approx(reference.low, abs=0.08 * width)
+    assert ours.high == pytest.approx(reference.high, abs=0.08 * width)
+
+
+def test_paired_bootstrap_is_seeded_and_averages_tasks_resampled_independently():
+    a, b, gold = _paired_sample()
+    a2, b2, gold2 = _paired_sample(n=30, seed=9)
+    tasks = {"T1": PairedTask(a[None], b[None], gold), "T2": PairedTask(a2[None], b2[None], gold2)}
+    first = paired_bootstrap(tasks, "mean", n_resamples=1000, seed=5)
+    again = paired_bootstrap(dict(reversed(list(tasks.items()))), "mean", n_resamples=1000, seed=5)
+    assert (first.low, first.high) == (again.low, again.high)
+    singles = [paired_bootstrap({k: t}, "mean", n_resamples=1000, seed=5).estimate for k, t in tasks.items()]
+    assert first.estimate == pytest.approx(np.mean(singles))
+    # the same draws by hand: per replicate, one index vector per task (sorted order), average of tasks
+    rng = np.random.default_rng(5)
+    diffs = np.zeros(1000)
+    for name in ("T1", "T2"):
+        t = tasks[name]
+        idx = rng.integers(0, len(t.gold), size=(1000, len(t.gold)))
+        for r in range(1000):
+            diffs[r] += 100 * (scipy_stats.spearmanr(t.a[0][idx[r]], t.gold[idx[r]]).statistic
+                               - scipy_stats.spearmanr(t.b[0][idx[r]], t.gold[idx[r]]).statistic) / 2
+    assert (first.low, first.high) == pytest.approx(tuple(np.quantile(diffs, [0.025, 0.975])), abs=1e-9)
+
+
+def test_paired_bootstrap_scores_every_seed_and_applies_the_seed_statistic():
+    a, b, gold = _paired_sample()
+    noisy = np.stack([a, a + 0.5, a - 0.3])                    # 3 seeds on side A
+    result = paired_bootstrap({"T": PairedTask(noisy, b[None], gold)}, "mean", n_resamples=200, seed=0)
+    per_seed = [100 * scipy_stats.spearmanr(s, gold).statistic for s in noisy]
+    assert result.estimate == pytest.approx(np.mean(per_seed) - 100 * scipy_stats.spearmanr(b, gold).statistic)
+
+
+def test_welch_interval_hand_worked():
+    # A = 80 82 84 86: mean 83, sample var 20/3; B = 76 78 80 82: mean 79, var 20/3.
+    # se = sqrt(20/3/4 + 20/3/4) = sqrt(10/3) = 1.825742; Welch df = (2 v)^2 / (2 v^2 / 3) = 6;
+    # t(0.975, 6) = 2.446912 (t table) -> 4 +- 4.467429 = [-0.467429, 8.467429].
+    interval = welch_interval([80, 82, 84, 86], [76, 78, 80, 82])
+    assert interval.estimate == 4
+    assert (interval.low, interval.high) == pytest.approx((-0.467429, 8.467429), abs=1e-5)
+    assert "df=6.0" in interval.detail
+    # and an unequal-variance case against scipy's own Welch test
+    x, y = [78.1, 78.6, 78.4, 78.9, 78.3], [75.0, 76.6, 73.5, 75.9]
+    reference = scipy_stats.ttest_ind(x, y, equal_var=False).confidence_interval(0.95)
+    got = welch_interval(x, y)
+    assert (got.low, got.high) == pytest.approx((reference.low, reference.high), abs=1e-9)
+
+
+def test_seed_interval_uses_welch_for_means_from_three_seeds_and_the_bootstrap_below():
+    assert seed_interval([1, 2, 3], [0, 1, 2], "mean").method == "welch-t"
+    small = seed_interval([1, 2], [0, 1], "mean")
+    assert small.method == "seed-bootstrap" and "few seeds" in small.detail
+    assert seed_interval([1, 2, 3], [0, 1, 2], "best").method == "seed-bootstrap"
+    assert seed_interval([1], [0, 1, 2], "mean") is None
+
+
+def test_seed_bootstrap_against_scipy_bootstrap_of_independent_samples():
+    a = [78.2, 78.9, 77.6, 78.4, 79.0, 78.1]
+    b = [75.4, 76.6, 73.5, 75.9, 74.8, 76.0]
+    reference = scipy_stats.bootstrap((a, b), lambda x, y: np.mean(x) - np.mean(y), vectorized=False,
+                                      n_resamples=6000, method="percentile", random_state=0).confidence_interval
+    ours = seed_bootstrap_interval(a, b, "mean", n_resamples=6000, seed=2)
+    width = reference.high - reference.low
+    assert ours.low == pytest.approx(reference.low, abs=0.05 * width)
+    assert ours.high == pytest.approx(reference.high, abs=0.05 * width)
+
+
+def test_best_of_n_picks_the_seed_with_the_highest_selection_metric():
+    values = np.array([[70.0], [72.0], [71.0]])                # (S, 1): a column's value per seed
+    selection = np.array([[79.0], [78.0], [80.0]])             # the row's Avg. per seed
+    assert seed_statistic(values, "best", selection)[0] == 71.0
+    assert seed_statistic(values, "std")[0] == pytest.approx(np.std([70, 72, 71]))
+
+
+def _interval(low, high):
+    return Interval((low + high) / 2, low, high, "test", "")
+
+
+def test_verdicts_on_constructed_cases():
+    gain, loss, overlap = _interval(0.4, 2.0), _interval(-2.0, -0.3), _interval(-0.5, 1.2)
+    assert verdict([gain], "greater") == HOLDS
+    assert verdict([loss], "greater") == REVERSED
+    assert verdict([overlap], "greater") == INCONCLUSIVE
+    assert verdict([loss], "less") == HOLDS
+    assert verdict([gain, overlap], "greater") == INCONCLUSIVE      # every interval must agree
+    assert verdict([gain, _interval(0.1, 0.9)], "greater") == HOLDS
+    assert verdict([], "greater") == INCONCLUSIVE
+    assert verdict([gain], "no_gain") == REVERSED
+    assert verdict([loss], "no_gain") == HOLDS
+    assert verdict([overlap], "no_gain") == INCONCLUSIVE
+    with pytest.raises(ValueError, match="direction"):
+        verdict([gain], "better")
+
+
+def test_constructed_systems_give_the_expected_verdicts_end_to_end():
+    rng = np.random.default_rng(0)
+    gold = rng.uniform(0, 5, 400)
+    good = gold + rng.normal(0, 0.5, 400)
+    bad = gold + rng.normal(0, 3.0, 400)
+    same = good + rng.normal(0, 0.01, 400)
+    assert verdict([paired_bootstrap({"T": PairedTask(good[None], bad[None], gold)}, "mean")], "greater") == HOLDS
+    assert verdict([paired_bootstrap({"T": PairedTask(bad[None], good[None], gold)}, "mean")], "greater") == REVERSED
+    assert verdict([paired_bootstrap({"T": PairedTask(same[None], good[None], gold)}, "mean")], "greater") \
+        == INCONCLUSIVE
+
+
+def test_within_noise_combines_both_stds_or_the_stated_default():
+    # paper 79.90 +- 0.32, ours 79.00 +- 0.40: sd = sqrt(0.32^2 + 0.40^2) = 0.5122; 1.96 sd = 1.004 > 0.90
+    noise = within_noise(79.00, 0.40, 79.90, 0.32, default_sd=0.86)
+    assert noise.within and noise.sd == pytest.approx(0.512250, abs=1e-6)
+    # no std on either side: sqrt(2) * 0.86 * 1.96 = 2.384 < 2.5
+    far = within_noise(76.25, None, 78.75, None, default_sd=0.86)
+    assert not far.within and "default std for the paper 0.86" in far.basis

@@ -1,0 +1,125 @@
+"""The verdict rule end to end on tiny BERT: every claim listed, intervals from seeds and STS pairs,
+the audit of a verdict row, and editing claims.yaml reruns only that rule.
+
+Runs: SimCSE and PromptBERT with 3 seeds each (a Welch interval and a paired bootstrap for PromptBERT
+Knowl 8's "+2.29 over SimCSE"), a manual prompt and last-layer averaging without fine-tuning (one
+seed each: the paired bootstrap alone), all on tiny BERT standing in for BERT-base, STS-B test only.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+
+import numpy as np
+import pytest
+from scipy import stats as scipy_stats
+
+from sentrepro.audit import audit_verdict
+from sentrepro.verdicts.claims import CLAIMS_PATH, load_claims
+from tests.workflow_helpers import planned_jobs, snakemake, tiny_overlay, write_overlay
+
+pytestmark = pytest.mark.slow
+
+EXP = "wfverdicts"
+SEEDS = [1, 2, 3]
+
+
+@pytest.fixture(scope="module")
+def verdict_run(tmp_path_factory, shared_data, tiny_models):
+    overlay = tiny_overlay(shared_data, tiny_models, experiment=EXP)
+    small = {"max_steps": 3, "eval_steps": 3, "batch_size": 8, "lr": 1e-4}
+    overlay["methods"]["promptbert"] = {"params": dict(small), "per_backbone": {"tiny-bert": dict(small)}}
+    overlay["matrix"] = [{"backbones": ["tiny-bert"], "methods": ["simcse", "promptbert"], "seeds": SEEDS},
+                         {"backbones": ["tiny-bert"], "methods": ["frozen-avg", "manual-prompt"], "seeds": [0]}]
+    overlay["evaluation"]["suites"] = ["sts"]
+    overlay["evaluation"]["figures"] = []
+    overlay["tables"] = []
+    workdir = tmp_path_factory.mktemp("wf-verdicts")
+    write_overlay(workdir, overlay)
+    snakemake(workdir, timeout=1500)
+    return workdir
+
+
+def _rows(workdir) -> dict[str, dict]:
+    with open(workdir / "results" / EXP / "verdicts.csv", newline="", encoding="utf-8") as handle:
+        return {r["claim"]: r for r in csv.DictReader(handle)}
+
+
+def test_every_claim_is_listed_and_stand_ins_are_labelled(verdict_run):
+    text = (verdict_run / "results" / EXP / "verdicts.md").read_text(encoding="utf-8")
+    claims = load_claims()
+    for claim in claims["claims"] + claims["not_checked"]:
+        assert f"`{claim['id']}`" in text or f"| {claim['id']} |" in text, claim["id"]
+    assert "**Stand-in/synthetic run.**" in text
+    assert "[tiny-bert in place of bert-base]" in text
+    rows = _rows(verdict_run)
+    assert list(rows) == [c["id"] for c in claims["claims"]]
+    assert rows["conpvp-t3-vs-simcse-bert-base"]["verdict"] == "not run"       # no ConPVP run here
+    assert "reported only" in rows["promptbert-k8-manual-vs-flow"]["notes"]     # BERT-flow is not run
+    assert (verdict_run / "results" / EXP / "verdicts.html").read_text().count("<tr") > len(rows)
+
+
+def test_seed_and_item_intervals_of_a_claim_with_three_seeds_per_side(verdict_run):
+    row = _rows(verdict_run)["promptbert-k8-vs-simcse-bert-base"]
+    assert row["verdict"] in ("holds", "reversed", "inconclusive")
+    assert row["seed_method"].startswith("Welch's t, n=3 vs 3")
+    assert row["items_method"].startswith("paired bootstrap over items, 1000 resamples, seed 0, 1 task(s): STSBenchmark")
+    assert float(row["seed_low"]) <= float(row["ours_delta"]) <= float(row["seed_high"])
+    assert row["paper_delta"] == "+2.29"
+    # ours is the difference of the seed means the metrics files report ...
+    metrics = verdict_run / "results" / EXP / "metrics" / "tiny-bert"
+    means = {}
+    for method in ("promptbert", "simcse"):
+        scores = []
+        for seed in SEEDS:
+            payload = json.loads((metrics / method / f"seed{seed}" / "sts.json").read_text())
+            scores.append(payload["results"]["STSBenchmark"]["reported"])
+            # ... and the kept per-pair cosines give back each reported number exactly
+            with np.load(metrics / method / f"seed{seed}" / "sts.pairs.npz") as pairs:
+                rho = scipy_stats.spearmanr(pairs["STSBenchmark/cosine"], pairs["STSBenchmark/gold"]).statistic
+            assert 100 * rho == pytest.approx(payload["results"]["STSBenchmark"]["reported"], abs=1e-6)
+            assert payload["item_scores"]["tasks"] == {"STSBenchmark": 1379}
+        means[method] = np.mean(scores)
+    assert float(row["ours_delta"]) == pytest.approx(means["promptbert"] - means["simcse"], abs=0.005)
+    provenance = json.loads(row["provenance"])
+    assert [s["seed"] for s in provenance["a"]["seeds"]] == SEEDS and all(s["items"] for s in provenance["a"]["seeds"])
+
+
+def test_one_seed_claims_rely_on_the_paired_bootstrap(verdict_run):
+    row = _rows(verdict_run)["promptbert-k8-manual-vs-avg"]
+    assert row["seed_low"] == "" and "1 vs 1 seed(s)" in row["seed_method"]
+    assert row["items_low"] and row["items_method"].startswith("paired bootstrap")
+
+
+def test_audit_traces_a_verdict_row(verdict_run, tmp_path, monkeypatch):
+    workdir = tmp_path / "copy"
+    shutil.copytree(verdict_run, workdir, symlinks=True)
+    monkeypatch.chdir(workdir)
+    report = audit_verdict(workdir / "results" / EXP / "verdicts.csv", "promptbert-k8-vs-simcse-bert-base")
+    text = report.text()
+    assert report.ok, text
+    for needle in ("promptbert-paper.txt:187", "side a: promptbert_knowl8 | PromptBERT-base | Avg.",
+                   "seed 3:", "(used)", "per-pair scores: results/wfverdicts/metrics/tiny-bert/promptbert/seed1/"
+                   "sts.pairs.npz", "training summary", "claims file:"):
+        assert needle in text, needle
+    pairs = workdir / "results" / EXP / "metrics" / "tiny-bert" / "simcse" / "seed2" / "sts.pairs.npz"
+    pairs.write_bytes(pairs.read_bytes() + b"tampered")
+    report = audit_verdict(workdir / "results" / EXP / "verdicts.csv", "promptbert-k8-vs-simcse-bert-base")
+    assert not report.ok and any("simcse/seed2/sts.pairs.npz" in p for p in report.problems)
+
+
+def test_editing_claims_reruns_only_the_verdicts(verdict_run, tmp_path):
+    workdir = tmp_path / "copy"
+    shutil.copytree(verdict_run, workdir, symlinks=True)
+    assert planned_jobs(snakemake(workdir, "-n")) == {}
+    original = CLAIMS_PATH.read_text(encoding="utf-8")
+    try:
+        CLAIMS_PATH.write_text(original.replace("ConPVP beats PromptBERT on BERT-base (STS Avg.)",
+                                                "ConPVP beats PromptBERT on BERT-base (STS Avg.), edited"),
+                               encoding="utf-8")
+        assert planned_jobs(snakemake(workdir, "-n")) == {"verdicts": 1, "all": 1}
+    finally:
+        CLAIMS_PATH.write_text(original, encoding="utf-8")
+    assert planned_jobs(snakemake(workdir, "-n")) == {}

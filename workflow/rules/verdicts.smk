@@ -1,0 +1,29 @@
+# Reproduction verdicts: every claim of src/sentrepro/tables/claims.yaml tested on the metrics files the
+# claims' tables read (and the per-pair STS scores beside them) -> results/<exp>/verdicts.{md,csv,cells.csv,html}.
+# claims.yaml is part of params.code, so editing it reruns this rule only. Input functions: common.smk.
+
+rule verdicts:
+    input:
+        metrics=verdict_metrics,
+        pair_scores=verdict_pair_scores,
+    output:
+        md=f"{EXP}/verdicts.md",
+        csv=f"{EXP}/verdicts.csv",
+        cells=f"{EXP}/verdicts.cells.csv",
+        html=report(
+            f"{EXP}/verdicts.html",
+            caption="../report/verdicts.rst",
+            category="Verdicts",
+            labels={"verdicts": "claims of ConPVP, PromptBERT, MoCoUTRL"},
+        ),
+    params:
+        spec=lambda w: spec_json(table_context()),
+        code=rule_code("cli:verdicts"),
+        prefix=lambda w, output: output.md[: -len(".md")],
+    conda:
+        "../../envs/report.yaml"
+    log:
+        f"{EXP}/logs/verdicts.log",
+    shell:
+        "sentrepro verdicts --spec {params.spec:q} --out-prefix {params.prefix:q} "
+        "--metrics {input.metrics} > {log:q} 2>&1"
