@@ -11,6 +11,7 @@ from sentrepro.config import (
     backbone_slice,
     canonical_json,
     code_fingerprint,
+    corpus_slice,
     runs,
     source_slice,
     sts_slice,

@@ -80,7 +80,7 @@ rule prepare_corpus:
         sentences=f"{RES}/corpus/{{corpus}}/sentences.txt",
         record=f"{RES}/corpus/{{corpus}}/sentences.txt.json",
     params:
-        spec=lambda w: spec_json(config["corpus"]),
+        spec=lambda w: spec_json(corpus_slice(config)),
         code=code_fingerprint(["data/prepare.py", "data/wikidump.py"]),
     conda:
         "../../envs/data.yaml"

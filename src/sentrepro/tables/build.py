@@ -96,6 +96,8 @@ class TableResult:
     stand_ins: dict[str, list[str]]               # config backbone -> paper backbones it filled
     synthetic: list[str]                          # synthetic datasets anywhere in the table
     subsets: dict = field(default_factory=dict)   # suite -> max_samples of subsampled metrics files
+    # method -> {"used": [...], "authors": ...} where runs were trained in another precision than the authors'
+    precisions: dict = field(default_factory=dict)
 
 
 # --- reading metrics files ----------------------------------------------------------------------
@@ -146,6 +148,21 @@ def synthetic_datasets(path: Path, cache: dict[Path, list[str]]) -> list[str]:
         if child.suffix == ".json":
             found.update(synthetic_datasets(child, cache))
     cache[path] = sorted(found)
+    return cache[path]
+
+
+def training_precision(path: Path, cache: dict[Path, dict | None]) -> dict | None:
+    """The ``precision`` block of the training summary (train.json) a metrics file was computed from:
+    ``{"configured", "used", "authors", "dev_scoring"}``; None for runs without training."""
+    path = Path(path)
+    if path not in cache:
+        cache[path] = None
+        for entry in (read_json(path).get("provenance") or {}).get("inputs", []):
+            child = Path(entry.get("path", ""))
+            if child.name == "train.json" and child.exists():
+                block = read_json(child).get("precision")
+                cache[path] = block if isinstance(block, dict) else None
+                break
     return cache[path]
 
 
@@ -238,6 +255,8 @@ def build_table(spec: dict, metrics_files: list[Path], backbones: dict, *, repor
     reported = load_reported() if reported is None else reported
     index = index_metrics(metrics_files)
     synthetic_cache: dict[Path, list[str]] = {}
+    precision_cache: dict[Path, dict | None] = {}
+    precisions: dict[str, dict] = {}
     select_by = spec.get("select_by")
     cells: list[Cell] = []
     rows: list[tuple[str, str | None, bool]] = []
@@ -276,6 +295,12 @@ def build_table(spec: dict, metrics_files: list[Path], backbones: dict, *, repor
                                 subsets[selector["suite"]] = run.subsets[seed]
                         cell.synthetic = sorted({name for s in values
                                                  for name in synthetic_datasets(run.files[s], synthetic_cache)})
+                        for seed in values:
+                            block = training_precision(run.files[seed], precision_cache)
+                            if block and block.get("used") != block.get("authors"):
+                                entry = precisions.setdefault(selector["method"], {"used": set(),
+                                                                                   "authors": block.get("authors")})
+                                entry["used"].add(block.get("used"))
                         if backbone != selector["backbone"]:
                             cell.stand_in = backbone
                             stand_ins.setdefault(backbone, set()).add(selector["backbone"])
@@ -294,7 +319,8 @@ def build_table(spec: dict, metrics_files: list[Path], backbones: dict, *, repor
     synthetic = sorted({name for c in cells for name in c.synthetic})
     return TableResult(spec=spec, cells=cells, rows=rows, columns=columns,
                        stand_ins={b: sorted(p) for b, p in stand_ins.items()}, synthetic=synthetic,
-                       subsets=subsets)
+                       subsets=subsets, precisions={m: {"used": sorted(e["used"]), "authors": e["authors"]}
+                                                    for m, e in sorted(precisions.items())})
 
 
 def _row_label(row: dict, cells: list[Cell]) -> str:
