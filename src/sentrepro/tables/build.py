@@ -54,6 +54,7 @@ class Cell:
     synthetic: list = field(default_factory=list)   # names of synthetic datasets in the chain
     stand_in: str | None = None                     # config backbone used in place of the paper's
     forced: bool = False                            # the column fixes the statistic (`stat`)
+    digits: int = 2                                 # decimals shown (the spec's `digits`)
 
     @property
     def delta(self) -> float | None:
@@ -72,7 +73,8 @@ class Cell:
             if self.statistic == "best":
                 entries += [f"candidate={_hashed(self.files[s])}" for s in self.files if s not in used]
         if self.reported is not None:
-            entries.append(f"paper={self.reported.where}")
+            std = f" (± from {self.reported.std_source})" if self.reported.std_source else ""
+            entries.append(f"paper={self.reported.where}{std}")
         return entries
 
 
@@ -270,7 +272,8 @@ def build_table(spec: dict, metrics_files: list[Path], backbones: dict, *, repor
             statistic = _headline(spec, column)
             cell = Cell(table=spec["name"], row=row["label"], column=column["label"], group=row.get("group"),
                         value=None, std=None, n=0, statistic=statistic, summary=None, reported=paper,
-                        reported_only=bool(row.get("reported_only")), forced=bool(column.get("stat")))
+                        reported_only=bool(row.get("reported_only")), forced=bool(column.get("stat")),
+                        digits=spec.get("digits", 2))
             if not cell.reported_only:
                 backbone = resolve_backbone(selector["backbone"], selector["method"], selector["suite"],
                                             backbones, index)

@@ -24,8 +24,8 @@ STAT_NAMES = {"best": "best of N", "mean": "mean ± std", "std": "std over seeds
               "min": "min over seeds", "range": "max − min over seeds"}
 
 
-def fmt(value: float | None) -> str:
-    return "" if value is None else f"{value:.2f}"
+def fmt(value: float | None, digits: int = 2) -> str:
+    return "" if value is None else f"{value:.{digits}f}"
 
 
 # --- long CSV -----------------------------------------------------------------------------------
@@ -36,8 +36,8 @@ def to_csv(result: TableResult) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(CSV_HEADER)
     for c in result.cells:
-        writer.writerow([c.table, c.row, c.column, fmt(c.value), fmt(c.std), c.n,
-                         fmt(c.reported.value if c.reported else None), ";".join(c.sources())])
+        writer.writerow([c.table, c.row, c.column, fmt(c.value, c.digits), fmt(c.std, c.digits), c.n,
+                         fmt(c.reported.value if c.reported else None, c.digits), ";".join(c.sources())])
     return buffer.getvalue()
 
 
@@ -74,20 +74,20 @@ def ours_text(cell: Cell, statistic: str | None = None, pm: str = "±") -> str:
         return "–"
     if statistic == "best":
         value = cell.summary.best if cell.summary.best is not None else cell.summary.max
-        return fmt(value)
+        return fmt(value, cell.digits)
     if statistic == "mean":
-        text = fmt(cell.summary.mean)
-        return text + (f" {pm}{cell.summary.std:.2f}" if cell.summary.std is not None else "")
+        text = fmt(cell.summary.mean, cell.digits)
+        return text + (f" {pm}{fmt(cell.summary.std, cell.digits)}" if cell.summary.std is not None else "")
     value = cell.summary.stat(statistic)
-    return "–" if value is None else fmt(value)  # e.g. the std of a single seed
+    return "–" if value is None else fmt(value, cell.digits)  # e.g. the std of a single seed
 
 
 def paper_text(cell: Cell, pm: str = "±") -> str:
     if cell.reported is None or cell.reported.value is None:
         return ""
-    text = fmt(cell.reported.value)
+    text = fmt(cell.reported.value, cell.digits)
     if cell.reported.std is not None:
-        text += f" {pm}{cell.reported.std:.2f}"
+        text += f" {pm}{fmt(cell.reported.std, cell.digits)}"
     return text + (cell.reported.mark or "")
 
 
@@ -98,7 +98,7 @@ def delta_text(cell: Cell, statistic: str | None = None) -> str:
     ours = cell.summary.best if statistic == "best" else cell.summary.stat(statistic)
     if statistic == "best" and ours is None:
         ours = cell.summary.max
-    return "" if ours is None else f"{ours - cell.reported.value:+.2f}"
+    return "" if ours is None else f"{ours - cell.reported.value:+.{cell.digits}f}"
 
 
 def cell_text(cell: Cell | None, statistic: str | None = None) -> str:
@@ -184,6 +184,10 @@ def caption_paragraphs(result: TableResult, description: str, experiment: str, c
              for c in result.cells if c.reported and c.reported.note}
     if notes:
         paragraphs.append("On the paper's numbers: " + "; ".join(f"{row}: {note}" for row, note in notes.items()) + ".")
+    std_sources = {c.reported.row: c.reported.std_source for c in result.cells if c.reported and c.reported.std_source}
+    if std_sources:
+        paragraphs.append("Published ± not in the paper text: " + "; ".join(
+            f"{row}: from {source}" for row, source in std_sources.items()) + ".")
     if any(only for _, _, only in result.rows):
         paragraphs.append("Rows marked (reported only) are methods this workflow does not run; they show the "
                           "published numbers for comparison.")

@@ -17,7 +17,7 @@ import yaml
 
 REPORTED_PATH = Path(__file__).resolve().parent / "reported.yaml"
 ENTRY_FIELDS = {"paper", "file", "where", "statistic", "columns", "marks", "rows"}
-ROW_FIELDS = {"line", "values", "std", "mark", "note"}
+ROW_FIELDS = {"line", "values", "std", "std_source", "mark", "note"}
 
 
 class ReportedError(ValueError):
@@ -34,6 +34,7 @@ class ReportedValue:
     entry: str          # "conpvp_table3"
     row: str            # "bert-base/SimCSE"
     note: str | None = None
+    std_source: str | None = None  # where ``std`` was published when not in the paper text (repo, commit, file:line)
 
 
 def validate_reported(data: dict, path: Path = REPORTED_PATH) -> dict:
@@ -60,6 +61,8 @@ def validate_reported(data: dict, path: Path = REPORTED_PATH) -> dict:
                 for value in record.get(field, []):
                     if value is not None and not isinstance(value, (int, float)):
                         raise ReportedError(f"{where}.{field}: '{value}' is not a number")
+            if "std_source" in record and "std" not in record:
+                raise ReportedError(f"{where}: std_source without std")
             mark = record.get("mark")
             if mark is not None and mark not in entry.get("marks", {}):
                 raise ReportedError(f"{where}: mark '{mark}' is not explained in {name}.marks")
@@ -113,4 +116,5 @@ def reported_value(reported: dict, entry: str, row: str, column: str) -> Reporte
         entry=entry,
         row=row,
         note=record.get("note"),
+        std_source=record.get("std_source"),
     )
