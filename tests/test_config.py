@@ -99,6 +99,8 @@ def test_default_precision_is_the_authors_per_method_even_without_a_gpu(paper):
         training = train_slice(config, Run("bert-base", method, 42))["training"]
         assert training["precision"] == precision, method
         assert training["dev_precision"] == "fp32"
+    # a frozen baseline never trains: its slice (read for its method params) keeps the option as configured
+    assert train_slice(config, Run("bert-base", "frozen-cls", None))["training"]["precision"] == "authors"
     changed = copy.deepcopy(paper)
     changed["training"]["precision"] = "bf16"  # the speed option applies to every method as given
     config = validate(changed)

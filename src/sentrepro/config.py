@@ -224,9 +224,10 @@ def training_precision(config: dict, method: str) -> str:
     requested = config["training"]["precision"]
     if requested != "authors":
         return requested
-    from sentrepro.methods import kind_authors_precision  # torch-heavy; only when slices are cut
+    from sentrepro.methods import kind_authors_precision, kind_trains  # torch-heavy; only when slices are cut
 
-    return kind_authors_precision(config["methods"][method]["kind"])
+    kind = config["methods"][method]["kind"]
+    return kind_authors_precision(kind) if kind_trains(kind) else requested  # frozen runs never train
 
 
 def train_slice(config: dict, run: Run) -> dict:

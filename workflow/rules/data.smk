@@ -81,7 +81,7 @@ rule prepare_corpus:
         record=f"{RES}/corpus/{{corpus}}/sentences.txt.json",
     params:
         spec=lambda w: spec_json(corpus_slice(config)),
-        code=code_fingerprint(["data/prepare.py", "data/wikidump.py"]),
+        code=code_fingerprint(["data/prepare.py", "data/wikidump.py", "data/lines.py"]),
     conda:
         "../../envs/data.yaml"
     log:
