@@ -81,3 +81,50 @@ def test_mirror_rewrites_source_url(paper, tmp_path):
     spec = source_slice(validate(paper), "senteval")
     assert spec["url"] == (tmp_path / "senteval").as_uri()
     assert spec["format"] == "directory"
+
+
+# --- precision, dev scoring and line splitting in the training slice (issue 12) -------------------
+
+
+AUTHORS_PRECISION = {"simcse": "fp16", "promptbert": "fp16", "promptbert-no-denoise": "fp16", "optiprompt": "fp16",
+                     "esimcse": "fp16", "conpvp": "fp16", "conpvp-no-proto": "fp16", "mocoutrl": "fp32",
+                     "mocoutrl-released": "fp32"}
+
+
+def test_default_precision_is_the_authors_per_method_even_without_a_gpu(paper):
+    """The slice carries the resolved precision: what each method's authors trained in, whatever the machine."""
+    config = validate(paper)
+    assert config["training"]["precision"] == "authors"
+    for method, precision in AUTHORS_PRECISION.items():
+        training = train_slice(config, Run("bert-base", method, 42))["training"]
+        assert training["precision"] == precision, method
+        assert training["dev_precision"] == "fp32"
+    # a frozen baseline never trains: its slice (read for its method params) keeps the option as configured
+    assert train_slice(config, Run("bert-base", "frozen-cls", None))["training"]["precision"] == "authors"
+    changed = copy.deepcopy(paper)
+    changed["training"]["precision"] = "bf16"  # the speed option applies to every method as given
+    config = validate(changed)
+    assert {train_slice(config, Run("bert-base", m, 42))["training"]["precision"] for m in AUTHORS_PRECISION} == {"bf16"}
+
+
+def test_explicit_precision_equal_to_the_authors_leaves_those_slices_unchanged(paper):
+    config = validate(paper)
+    changed = copy.deepcopy(paper)
+    changed["training"]["precision"] = "fp16"
+    fp16 = validate(changed)
+    for method in ("simcse", "esimcse", "conpvp"):
+        run = Run("bert-base", method, 42)
+        assert train_slice(fp16, run) == train_slice(config, run)
+    run = Run("deberta-base", "mocoutrl", 42)
+    assert train_slice(fp16, run)["training"]["precision"] == "fp16" != train_slice(config, run)["training"]["precision"]
+
+
+def test_line_split_is_in_the_lines_corpus_slice_only(paper):
+    config = validate(paper)
+    assert train_slice(config, Run("bert-base", "simcse", 42))["corpus"]["line_split"] == "splitlines"
+    demo = load_config(PAPER, DEMO)  # the wikidump reader: the option does not apply, so it is not in the slice
+    assert "line_split" not in train_slice(demo, Run("minilm", "simcse", 42))["corpus"]
+    changed = copy.deepcopy(paper)
+    changed["corpus"]["line_split"] = "lines"
+    with pytest.raises(ConfigError, match="corpus.line_split"):
+        validate(changed)

@@ -19,6 +19,7 @@ from sentrepro.methods.esimcse import (
     KeyedSentence,
     ema_update,
     enqueue,
+    reinitialise_,
     esimcse_loss,
     example_key,
     repeat_subwords,
@@ -145,7 +146,7 @@ def test_model_state_separates_run_state_from_best(tiny_models, tmp_path):
 
 
 def test_loss_steps_use_previous_queue_and_update_momentum(tiny_models, wiki_sentences):
-    method, model, tok = make(tiny_models)
+    method, model, tok = make(tiny_models, momentum_init="copy")
     model.eval()  # no dropout: every quantity below is deterministic
     mlp = model.extras["mlp"]
     batch1 = method.collate(keyed(tok, wiki_sentences[:4]))
@@ -173,6 +174,44 @@ def test_loss_steps_use_previous_queue_and_update_momentum(tiny_models, wiki_sen
             assert torch.allclose(new, 0.995 * old + 0.005 * online_p, atol=1e-6)
         # capacity 6: the oldest two of batch 1 fell out, batch 2's four were appended
         assert int(model.queue_length) == 6 and torch.allclose(model.queued()[:2], queue_before[2:4])
+
+
+@pytest.mark.parametrize("family", ["bert", "roberta"])
+def test_momentum_encoder_starts_random_as_released_or_as_a_copy(tiny_models, family):
+    """Step 0: under ``random`` (the release) the momentum encoder is not the online encoder but a fresh
+    transformers-4.2.1 initialisation; under ``copy`` it is the online encoder."""
+    method, model, _ = make(tiny_models, family)
+    assert method.params["momentum_init"] == "random"  # the default
+    std = model.encoder.config.initializer_range
+    pairs = list(zip(model.encoder.named_parameters(), model.momentum_encoder.named_parameters()))
+    assert len(pairs) == len(list(model.momentum_encoder.parameters())) > 0
+    assert not any(torch.equal(p, m) for (_, p), (_, m) in pairs if p.dim() > 1)
+    for module in model.momentum_encoder.modules():
+        if isinstance(module, torch.nn.LayerNorm):
+            assert torch.equal(module.weight, torch.ones_like(module.weight)) and not module.bias.any()
+        if isinstance(module, torch.nn.Linear) and module.bias is not None:
+            assert not module.bias.any()
+    words = model.momentum_encoder.get_input_embeddings().weight
+    assert abs(float(words.std()) - std) < 0.1 * std and abs(float(words.mean())) < 0.1 * std
+    _, copied, _ = make(tiny_models, family, momentum_init="copy")
+    assert all(torch.equal(p, m) for p, m in zip(copied.encoder.parameters(), copied.momentum_encoder.parameters()))
+    with pytest.raises(ValueError, match="momentum_init"):
+        build_method("esimcse", {**PARAMS, "momentum_init": "pretrained"}, family, load_tokenizer(str(tiny_models[family])))
+
+
+def test_reinitialise_by_hand_and_uncovered_parameters_are_an_error():
+    module = torch.nn.Sequential(torch.nn.Embedding(50, 8), torch.nn.Linear(8, 8), torch.nn.LayerNorm(8))
+    with torch.no_grad():
+        for param in module.parameters():
+            param.fill_(3.0)
+    torch.manual_seed(0)
+    reinitialise_(module, 0.02)
+    assert not module[1].bias.any() and torch.equal(module[2].weight, torch.ones(8)) and not module[2].bias.any()
+    torch.manual_seed(0)
+    assert torch.equal(module[0].weight, torch.empty(50, 8).normal_(0.0, 0.02))  # N(0, 0.02²), drawn first
+    module.scale = torch.nn.Parameter(torch.ones(1))
+    with pytest.raises(ValueError, match="scale"):
+        reinitialise_(module, 0.02)
 
 
 def test_after_step_placement_moves_the_update(tiny_models, wiki_sentences):
@@ -205,7 +244,9 @@ def test_gradients_reach_online_encoder_only(tiny_models, wiki_sentences):
 
 @pytest.mark.parametrize("family", ["bert", "roberta"])
 def test_esimcse_loss_goes_down(tiny_models, wiki_sentences, family):
-    method, model, tok = make(tiny_models, family, neg_size=8)
+    # copy: queue negatives from the pretrained encoder, so 8 steps on one batch show the learning signal
+    # (with the released random start the queue drifts from noise towards the encoder as steps go)
+    method, model, tok = make(tiny_models, family, neg_size=8, momentum_init="copy")
     batch = method.collate(keyed(tok, wiki_sentences[:8]))
     method.loss(model, batch)  # fill the queue once, so before/after see the same negatives count
     before, after = loss_before_after(method, model, batch)

@@ -318,6 +318,36 @@ def test_released_run_resumes_with_its_accumulated_gradients(tiny_models, tmp_pa
     assert int(resumed.extras["dictionary"].updates) == 4
 
 
+@pytest.mark.parametrize("protocol, training", [("released-code", False), ("paper", True)])
+def test_training_mode_per_protocol_in_the_training_loop(tiny_models, tmp_path, protocol, training):
+    """released-code trains with the model in eval mode (no dropout), as contrastive_train.py; paper in train
+    mode. The loop asks the method (set_train_mode) and keeps that mode across the dev evaluation."""
+    from sentrepro.encoding import encode_sentences
+    from sentrepro.train import TrainSettings, train
+
+    method, model, tok = make(tiny_models, "bert", protocol=protocol, max_seq_length=20)
+    seen = []
+    original_loss = method.loss
+
+    def recording_loss(m, batch):
+        seen.append([module.training for module in m.modules()])
+        return original_loss(m, batch)
+
+    method.loss = recording_loss
+    corpus = method.training_items(_views_corpus(tmp_path, tok), seed=0)
+    settings = TrainSettings(batch_size=2, lr=1e-3, epochs=1, max_steps=3, eval_steps=1, checkpoint_every=1000,
+                             optimizer="torch-adamw", max_grad_norm=None, schedule="constant", shuffle=False)
+
+    def dev_score(m):
+        encode_sentences(method, m, ["a short sentence"], purpose="dev")
+        return 0.0
+
+    model.train(not training)  # the opposite of what the protocol needs: the loop must set it
+    train(method, model, corpus, tmp_path / "out", settings, 0, dev_score, save_meta={}, log=lambda _: None)
+    assert len(seen) == 3  # every step, including those after a dev evaluation
+    assert all(all(flag == training for flag in step) for step in seen)
+
+
 def test_eval_inputs_and_embeddings_per_protocol(tiny_models):
     paper, model, tok = make(tiny_models, "bert")
     model.eval()

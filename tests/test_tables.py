@@ -469,3 +469,64 @@ def test_cells_from_stale_code_are_named_in_the_caption(tmp_path):
     payload["provenance"]["code_fingerprint"] = record  # today's code: nothing stale
     path.write_text(json.dumps(payload))
     assert not build_table(full_spec(tmp_path), [path], {}).stale
+
+
+# --- issue 12: Knowl 4 (four decimals), Knowl 6 (reported only), README stds, the precision caption ---
+
+
+def test_knowl4_compares_the_anisotropy_suite_with_four_decimals(tmp_path):
+    spec = load_spec("promptbert_knowl4")
+    files = [write_metrics(tmp_path, backbone, "static-avg", None, "anisotropy",
+                           {"static_token": value, "sentence": 0.9, "static_sentence": 0.8})
+             for backbone, value in (("bert-base", 0.41234), ("bert-base-cased", 0.15), ("roberta-base", 0.02))]
+    result = build_table(spec, files, {})
+    cells = {c.column: c for c in result.cells}
+    assert cells["BERT-base-uncased"].value == pytest.approx(0.41234)
+    assert cells["BERT-base-uncased"].reported.value == 0.4445 and cells["RoBERTa-base"].reported.value == 0.0235
+    markdown = to_markdown(result, [])
+    assert "0.4123 (0.4445; Δ -0.0322)" in markdown and "0.1500 (0.1465; Δ +0.0035)" in markdown
+    rows = list(csv.DictReader(io.StringIO(to_csv(result))))
+    assert rows[0]["value"] == "0.4123" and rows[0]["reported"] == "0.4445"
+    assert rows[0]["provenance"].endswith("paper=promptbert-paper.txt:128")
+
+
+def test_knowl6_is_reported_only_and_builds_without_metrics():
+    result = build_table(load_spec("promptbert_knowl6"), [], {})
+    assert [(c.row, c.reported.value) for c in result.cells] == [
+        ("Untied: static token embeddings (reported only)", 49.41),
+        ("Tied: static token embeddings (reported only)", 45.68),
+        ("Untied: MLM head weights (reported only)", 43.33)]
+    assert all(c.value is None and c.reported_only for c in result.cells)
+
+
+def test_supervised_rows_and_readme_stds_in_knowl8(tmp_path):
+    result = build_table(load_spec("promptbert_knowl8"), [], {})
+    by = {(c.row, c.column): c for c in result.cells}
+    assert by[("PromptBERT-base (supervised) (reported only)", "Avg.")].reported.value == 81.97
+    assert by[("PromptRoBERTa-base (supervised) (reported only)", "STS12")].reported.where == "promptbert-paper.txt:185"
+    cell = by[("PromptBERT-base", "Avg.")]
+    assert (cell.reported.value, cell.reported.std) == (78.54, 0.15)
+    assert cell.sources() == ["paper=promptbert-paper.txt:174 (± from kongds/Prompt-BERT README.md:12 at commit "
+                              "690ba6e)"]
+    caption = " ".join(caption_paragraphs(result, "", "x", "t.csv"))
+    assert "Published ± not in the paper text: bert-base/PromptBERT: from kongds/Prompt-BERT README.md:12" in caption
+    supervised = build_table(load_spec("promptbert_knowl10"), [], {})
+    assert {c.row for c in supervised.cells if c.reported.where == "promptbert-paper.txt:228"} == {
+        "PromptRoBERTa (supervised) (reported only)"}
+
+
+def test_caption_names_a_training_precision_other_than_the_authors(tmp_path):
+    summaries = {}
+    for method, used in (("simcse", "fp32"), ("promptbert", "fp16")):
+        summary = tmp_path / "runs" / method / "train.json"
+        summary.parent.mkdir(parents=True)
+        summary.write_text(json.dumps({"precision": {"configured": "fp16", "used": used, "authors": "fp16",
+                                                     "dev_scoring": "fp32"}}))
+        summaries[method] = summary
+    files = [write_metrics(tmp_path, "bert-base", method, 42, "sts", sts_results([70.0] * 7),
+                           inputs=[{"path": str(summaries[method]), "sha256": "x", "role": "training summary"}])
+             for method in ("simcse", "promptbert")]
+    result = build_table(load_spec("promptbert_knowl8"), files, {})
+    assert result.precisions == {"simcse": {"used": ["fp32"], "authors": "fp16"}}  # promptbert ran as its authors
+    caption = " ".join(caption_paragraphs(result, "", "x", "t.csv"))
+    assert "PRECISION differs from the authors': simcse trained in fp32, the authors in fp16" in caption

@@ -87,6 +87,20 @@ def test_promptbert_cells(reported):
     assert value(reported, "promptbert_knowl9_stability", "bert-base/SimCSE", "min") == 73.50
     # :214 "BERT-[CLS] embedding	78.68	84.85	94.21	88.23	84.13	91.40	71.13	84.66"
     assert value(reported, "promptbert_knowl10", "bert-base/cls", "TREC") == 91.40
+    # :128 "... yields 0.4445 for bert-base-uncased, 0.1465 for bert-base-cased, and 0.0235 for roberta-base."
+    assert value(reported, "promptbert_knowl4", "static-token-anisotropy", "bert-base-cased") == 0.1465
+    # :151 "- 45.68 for static token embeddings of the tied weights model"
+    assert value(reported, "promptbert_knowl6", "tied/static-token-embeddings", "avg") == 45.68
+    # :183 "PromptBERT $_{\text{base}}$	75.48	85.59	80.57	85.99	81.08	84.56	80.52	81.97" (supervised)
+    assert value(reported, "promptbert_knowl8", "supervised/PromptBERT-base", "STS13") == 85.59
+    # :228 "PromptRoBERTa	85.74	91.47	94.81	90.93	92.53	90.40	77.10	89.00" (supervised)
+    assert value(reported, "promptbert_knowl10", "supervised/PromptRoBERTa", "SST2") == 92.53
+    # kongds/Prompt-BERT README.md:12-13 at 690ba6e (not in the paper text): "78.54±0.15", "73.94±0.90"
+    cell = reported_value(reported, "promptbert_knowl8", "bert-base/PromptBERT", "avg")
+    assert (cell.value, cell.std, cell.where) == (78.54, 0.15, "promptbert-paper.txt:174")
+    assert cell.std_source == "kongds/Prompt-BERT README.md:12 at commit 690ba6e"
+    cell = reported_value(reported, "promptbert_knowl8", "roberta-base/PromptBERT", "STS12")
+    assert (cell.std, cell.std_source) == (0.90, "kongds/Prompt-BERT README.md:13 at commit 690ba6e")
 
 
 def test_mocoutrl_cells(reported):
@@ -112,8 +126,8 @@ def _expected_sequence(record: dict) -> list[str]:
     for i, number in enumerate(record["values"]):
         if number is None:
             continue
-        sequence.append(f"{number:.2f}")
-        if record.get("std"):
+        sequence.append(f"{number:.2f}" if round(number, 2) == number else str(number))  # 0.4445 as printed
+        if record.get("std") and not record.get("std_source"):  # a std published elsewhere is not on the line
             sequence.append(f"{record['std'][i]:.2f}")
     return sequence
 

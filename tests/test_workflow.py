@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import os
 import re
 import shutil
@@ -57,6 +58,36 @@ def test_learning_rate_change_reruns_only_that_training(finished_run, tmp_path):
     _edit_overlay(workdir, lambda o: o["methods"]["simcse"]["per_backbone"]["tiny-bert"].update(lr=5e-5))
     jobs = planned_jobs(snakemake(workdir, "-n"))
     assert jobs == {"train": 1, "evaluate_sts": 1, "table": len(tables_reading("simcse")), "verdicts": 1, "all": 1}
+
+
+def test_faithfulness_defaults_rerun_only_the_trainings_they_change(finished_run, tmp_path):
+    """Issue 12's options: what matches a run's resolved slice reruns nothing, what changes it reruns that run."""
+    workdir = tmp_path / "copy"
+    shutil.copytree(finished_run, workdir, symlinks=True)
+
+    def unaffected(overlay):
+        overlay["training"]["precision"] = "fp16"  # SimCSE's authors' precision: its slice is unchanged
+        overlay["methods"]["esimcse"] = {"params": {"momentum_init": "copy"}}  # no ESimCSE run in this matrix
+        overlay["methods"]["mocoutrl"] = {"params": {"protocol": "released-code"}}
+
+    _edit_overlay(workdir, unaffected)
+    assert planned_jobs(snakemake(workdir, "-n")) == {}
+    _edit_overlay(workdir, lambda o: o["training"].update(dev_precision="training"))
+    jobs = planned_jobs(snakemake(workdir, "-n"))
+    assert jobs == {"train": 1, "evaluate_sts": 1, "table": len(tables_reading("simcse")), "verdicts": 1, "all": 1}
+
+
+def test_precision_and_corpus_count_are_recorded(finished_run):
+    """train.json says the precision configured (the authors'), used (fp32 on CPU) and of dev scoring; the
+    corpus record the line rule and both counts; a table reading the run names the precision difference."""
+    summary = json.loads((finished_run / "results/wftest/runs/tiny-bert/simcse/seed1/train.json").read_text())
+    assert summary["precision"] == {"configured": "fp16", "used": "fp32", "authors": "fp16", "dev_scoring": "fp32"}
+    assert summary["provenance"]["config"]["training"]["precision"] == "fp16"
+    corpus = json.loads((finished_run / "resources/corpus/wiki-sample/sentences.txt.json").read_text())
+    assert corpus["line_split"] == "splitlines" and corpus["sentences"] == 256
+    assert corpus["source_lines"] == {"splitlines": 11915, "newline": 11915}  # 11,914 newlines + the cut last line
+    caption = (finished_run / "results/wftest/tables/sts_main.md").read_text()
+    assert "PRECISION differs from the authors': simcse trained in fp32, the authors in fp16" in caption
 
 
 def test_unrelated_change_reruns_nothing(finished_run, tmp_path):

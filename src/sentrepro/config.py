@@ -172,8 +172,10 @@ def _with_defaults(config: dict) -> dict:
         source.setdefault("sha256", None)
         source.setdefault("synthetic", False)
     config["corpus"].setdefault("max_sentences", None)
+    config["corpus"].setdefault("line_split", "splitlines")
     training = config.setdefault("training", {})
-    training.setdefault("precision", "auto")
+    training.setdefault("precision", "authors")
+    training.setdefault("dev_precision", "fp32")
     training.setdefault("attention", "eager")
     training.setdefault("checkpoint_every", 125)
     training.setdefault("pin_memory", True)
@@ -215,16 +217,44 @@ def backbone_slice(config: dict, backbone: str) -> dict:
     return spec
 
 
+def training_precision(config: dict, method: str) -> str:
+    """``training.precision`` for one method: ``authors`` resolves to what the method's authors trained in
+    (the method class's ``authors_precision``: fp16 AMP, or fp32 for MoCoUTRL); other values apply as given."""
+    requested = config["training"]["precision"]
+    if requested != "authors":
+        return requested
+    from sentrepro.methods import kind_authors_precision, kind_trains  # torch-heavy; only when slices are cut
+
+    kind = config["methods"][method]["kind"]
+    return kind_authors_precision(kind) if kind_trains(kind) else requested  # frozen runs never train
+
+
 def train_slice(config: dict, run: Run) -> dict:
-    """Everything a training job's result depends on (and nothing else)."""
+    """Everything a training job's result depends on (and nothing else).
+
+    The precision is resolved per method (``training_precision``), so the slice names the precision
+    itself: switching ``training.precision`` between ``authors`` and a value equal to some methods'
+    authors' precision reruns only the others.
+    """
+    training = {k: v for k, v in config["training"].items() if k not in ("threads",)}
+    training["precision"] = training_precision(config, run.method)
     return {
         "backbone": backbone_slice(config, run.backbone),
         "method": {"name": run.method, "kind": config["methods"][run.method]["kind"],
                    "params": method_params(config, run.method, run.backbone)},
         "seed": run.seed,
-        "training": {k: v for k, v in config["training"].items() if k not in ("threads",)},
-        "corpus": config["corpus"],
+        "training": training,
+        "corpus": corpus_slice(config),
     }
+
+
+def corpus_slice(config: dict) -> dict:
+    """The corpus section a corpus (and every training on it) depends on: ``line_split`` only matters to
+    the ``lines`` reader, so it is left out for the others (changing it reruns nothing there)."""
+    spec = dict(config["corpus"])
+    if spec["reader"] != "lines":
+        spec.pop("line_split", None)
+    return spec
 
 
 def sts_slice(config: dict) -> dict:

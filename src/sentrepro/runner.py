@@ -17,7 +17,7 @@ from sentrepro.encoding import encode_sentences
 from sentrepro.evaluation.sts import cosine_rows, correlations
 from sentrepro.config import canonical_json
 from sentrepro.fsutil import atomic_write_json, read_json, sha256_bytes
-from sentrepro.methods import build_method, kind_trains
+from sentrepro.methods import build_method, kind_authors_precision, kind_trains
 from sentrepro.methods.base import Method, SentenceModel
 from sentrepro.evaluation.item_scores import pairs_path, write_pairs
 from sentrepro.provenance import Provenance, file_record
@@ -32,12 +32,31 @@ def pick_device() -> str:
 
 
 def resolve_precision(requested: str, device: str) -> str:
-    """``auto``: bf16 on GPUs that support it, else fp16 (with loss scaling); fp32 on CPU."""
+    """The precision a job computes in: ``auto`` = bf16 on GPUs that support it, else fp16 (with loss
+    scaling); on CPU always fp32 (autocast is applied on CUDA only, ``encoding.autocast_context``)."""
     if device == "cpu":
-        return "fp32" if requested in ("auto", "fp16") else requested
+        return "fp32"
     if requested == "auto":
         return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
     return requested
+
+
+DEV_PRECISIONS = ("fp32", "training")
+
+
+def dev_scoring_precision(option: str, training_precision: str) -> str:
+    """The precision STS-B dev is scored in during training (``training.dev_precision``).
+
+    ``fp32`` (default): outside autocast, as the reference trainers' ``evaluate`` (SimCSE
+    ``simcse/trainers.py:105-118``: the SentEval batcher under ``torch.no_grad()`` only, the AMP
+    ``autocast`` wrapping the training step alone); ``training``: under the training precision's
+    autocast (faster on GPU; may select a different best checkpoint).
+    """
+    if option == "fp32":
+        return "fp32"
+    if option == "training":
+        return training_precision
+    raise ValueError(f"training.dev_precision: '{option}' is not one of {', '.join(DEV_PRECISIONS)}")
 
 
 def stsb_dev_scorer(method: Method, pairs, batch_size: int, device: str, precision: str):
@@ -69,7 +88,11 @@ def run_training(spec: dict, tokenized_dir: Path, dev_manifest: Path, run_dir: P
     training = spec["training"]
     threads = configure_threads(spec.get("threads"))
     device = pick_device()
-    precision = resolve_precision(training.get("precision", "auto"), device)
+    authors = kind_authors_precision(method_spec["kind"])
+    configured = training.get("precision", "authors")
+    configured = authors if configured == "authors" else configured  # a slice is resolved already
+    precision = resolve_precision(configured, device)
+    dev_precision = dev_scoring_precision(training.get("dev_precision", "fp32"), precision)
     prov = Provenance(step="train", config=spec, seed=seed, device=device, precision=precision)
     for path in sorted(Path(tokenized_dir).glob("*.npy")) + [Path(tokenized_dir) / "tokenized.json"]:
         prov.add_input(path, "tokenized corpus")
@@ -88,7 +111,7 @@ def run_training(spec: dict, tokenized_dir: Path, dev_manifest: Path, run_dir: P
     model = method.build_model(encoder)
     corpus = method.training_items(TokenizedCorpus.open(tokenized_dir), seed)
     settings = TrainSettings.from_params(params, training, device, precision)
-    scorer = stsb_dev_scorer(method, read_sts_benchmark(dev_file), 128, device, precision)
+    scorer = stsb_dev_scorer(method, read_sts_benchmark(dev_file), 128, device, dev_precision)
     meta = {"kind": method_spec["kind"], "family": backbone["family"], "params": params, "seed": seed}
     resume_key = sha256_bytes(canonical_json(spec).encode())
     summary = train(method, model, corpus, run_dir, settings, seed, scorer, save_meta=meta, log=log,
@@ -99,6 +122,9 @@ def run_training(spec: dict, tokenized_dir: Path, dev_manifest: Path, run_dir: P
     for path in sorted(p for p in best.iterdir() if p.is_file()):
         prov.add_input(path, "best checkpoint file (output)")
     summary["threads"] = threads
+    # configured: the slice's (per-method) precision; used: what this device computed in (fp32 on CPU)
+    summary["precision"] = {"configured": configured, "used": precision, "authors": authors,
+                            "dev_scoring": dev_precision}
     summary["provenance"] = prov.finish()
     atomic_write_json(run_dir / TRAIN_SUMMARY, summary)
     return summary

@@ -264,7 +264,7 @@ def train(method: Method, model: SentenceModel, corpus: TokenizedCorpus, run_dir
                                        f"rate or use precision fp32/bf16")
         state["losses"].extend(values)
 
-    model.train()
+    method.set_train_mode(model)  # train mode for most methods; eval mode where the release trained so
     started = time.time()
     for step in range(state["step"], steps):
         if stop_after is not None and step >= stop_after:

@@ -11,6 +11,7 @@ from sentrepro.config import (
     Run,
     backbone_slice,
     canonical_json,
+    corpus_slice,
     runs,
     source_slice,
     sts_slice,

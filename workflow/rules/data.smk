@@ -79,7 +79,7 @@ rule prepare_corpus:
         sentences=f"{RES}/corpus/{{corpus}}/sentences.txt",
         record=f"{RES}/corpus/{{corpus}}/sentences.txt.json",
     params:
-        spec=lambda w: spec_json(config["corpus"]),
+        spec=lambda w: spec_json(corpus_slice(config)),
         code=rule_code("cli:prepare-corpus"),
     conda:
         "../../envs/data.yaml"

@@ -12,7 +12,9 @@ trust on first use, stated in the record. Unpinned fixture:// files are the exce
 download record as input. Staged mirror files that a source pins (``files[].sha256``) are checked
 against their pins. A tree holding one top-level directory only is unwrapped, so readers see
 ``STS/``, ``SICK/`` ... at the top whatever the archive's wrapping.
-``build_corpus``: read the training sentences out of a prepared source into one text file.
+``build_corpus``: read the training sentences out of a prepared source into one text file (the
+``lines`` reader cuts lines by ``corpus.line_split``, :mod:`sentrepro.data.lines`; the record states the
+sentence count under both rules).
 """
 
 from __future__ import annotations
@@ -273,12 +275,17 @@ def build_corpus(spec: dict, manifest_path: Path, out_file: Path) -> dict:
     prov.add_input(manifest_path, "dataset manifest")
     source_file = dataset_file(manifest_path, spec["file"])
     prov.add_input(source_file, "corpus source file")
+    counts = None
     if spec["reader"] == "wikidump":
         from sentrepro.data.wikidump import wikidump_sentences
 
         sentences = wikidump_sentences(source_file)
     else:
-        sentences = _read_lines(source_file)
+        from sentrepro.data.lines import count_lines, read_lines
+
+        rule = spec.get("line_split", "splitlines")
+        sentences = read_lines(source_file, rule)
+        counts = count_lines(source_file)  # the whole file under both rules, whatever max_sentences keeps
     count = 0
     with atomic_path(out_file) as tmp:
         with open(tmp, "w", encoding="utf-8") as handle:
@@ -288,12 +295,7 @@ def build_corpus(spec: dict, manifest_path: Path, out_file: Path) -> dict:
                 handle.write(sentence.replace("\n", " ") + "\n")
                 count += 1
     record = {"sentences": count, "provenance": prov.finish()}
+    if counts is not None:
+        record.update(line_split=rule, source_lines=counts)
     atomic_write_json(Path(str(out_file) + ".json"), record)
     return record
-
-
-def _read_lines(path: Path):
-    """Lines of a one-sentence-per-line file, as ``datasets``' text loader yields them."""
-    with open(path, encoding="utf-8", newline=None) as handle:
-        for line in handle:
-            yield line.rstrip("\n")

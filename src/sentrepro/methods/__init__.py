@@ -33,6 +33,17 @@ def kind_training_corpus(kind: str) -> str:
         raise ValueError(f"unknown method kind '{kind}' (known: {', '.join(sorted(METHODS))})") from None
 
 
+def kind_authors_precision(kind: str) -> str:
+    """The precision the authors of a trained method's kind used (``fp16`` AMP or ``fp32``)."""
+    try:
+        cls = METHODS[kind]
+    except KeyError:
+        raise ValueError(f"unknown method kind '{kind}' (known: {', '.join(sorted(METHODS))})") from None
+    if cls.authors_precision is None:
+        raise ValueError(f"method kind '{kind}' does not train, so it has no training precision")
+    return cls.authors_precision
+
+
 def kind_trains(kind: str) -> bool:
     """Whether runs of this kind are trained (seeded runs) or only embed (``frozen``-like, one run)."""
     try:

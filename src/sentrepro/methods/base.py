@@ -62,6 +62,10 @@ class Method(ABC):
     # Which tokenized corpus the workflow trains the method on: "sentences" (the corpus itself) or
     # "views" (MoCoUTRL's original/synonym/antonym views of it, built by sentrepro.data.views).
     training_corpus: str = "sentences"
+    # The precision the method's authors trained in (their run scripts): "fp16" = native AMP with
+    # loss scaling, "fp32" = no autocast. ``training.precision: authors`` resolves to it; None for
+    # methods that do not train.
+    authors_precision: str | None = None
 
     def __init__(self, params: dict, family: str, tokenizer):
         self.params = params
@@ -74,6 +78,14 @@ class Method(ABC):
         return SentenceModel(encoder)
 
     # --- training ----------------------------------------------------------------------------
+    def set_train_mode(self, model: SentenceModel) -> None:
+        """Put ``model`` in the mode the method trains in; the training loop calls this, never ``.train()``.
+
+        Default: train mode (dropout on), as every HF Trainer-based release. A method whose reference
+        trains a model left in eval mode (MoCoUTRL's released code) overrides it.
+        """
+        model.train()
+
     def training_items(self, corpus, seed: int):
         """What ``collate`` receives for each corpus index; by default the token ids themselves.
 

@@ -51,6 +51,12 @@ Config options (``params``), defaults = the released recipe:
   ``mask`` (raw state) or ``smask`` (``model.pooler``, i.e. the MLP once ``simcse_to_huggingface``
   has renamed it), so both pairings are reproducible.
 * ``prompt_len`` (4), ``max_seq_length`` (32 sentence tokens), ``temperature`` (0.05).
+
+Precision: the release has no run script; the paper says its implementation "is based on SimCSE"
+on a V100 (conpvp-paper.txt:133), whose recipe trains with ``--fp16`` (SimCSE
+``run_unsup_example.sh:25``), and the third-party runs of this code (methods.md §3.1) pass
+``--fp16`` too, so ``training.precision: authors`` resolves to ``fp16`` (an inference, not a stated
+fact). Dev scoring: the vendored SimCSE trainer scores outside autocast (fp32).
 """
 
 from __future__ import annotations
@@ -199,6 +205,7 @@ def _choice(params: dict, key: str, allowed: tuple[str, ...], default: str) -> s
 
 class ConPVP(Method):
     kind = "conpvp"
+    authors_precision = "fp16"  # built on SimCSE's --fp16 recipe (no run script released)
 
     def __init__(self, params: dict, family: str, tokenizer):
         super().__init__(params, family, tokenizer)

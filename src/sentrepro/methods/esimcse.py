@@ -13,7 +13,17 @@ SimCSE plus two changes (methods.md §5.1):
   index`` (run seed, sentence index): the same sentence gets the same repetition whenever and
   however often it is batched, and different seeds give different repetitions. ``training_items``
   wraps the corpus so each item carries that key (:class:`KeyedSentence`) into ``collate``.
-* **Momentum-contrast negatives.** A separate copy of the encoder (no gradient) follows the online
+* **Momentum encoder initial state** (``momentum_init``). In the release the momentum encoder is a
+  separate ``BertModel(config)`` / ``RobertaModel(config)`` (``models.py:347``, ``:416``) that
+  ``cl_init`` re-initialises with the rest of the model (``init_weights()``, ``models.py:94``);
+  ``from_pretrained`` then loads only the online encoder, so the momentum encoder **starts random**
+  (the released ``logs/bert-base-uncased.log:62`` and ``logs/roberta-base.log:67`` list every
+  ``momentum_model.*`` weight as newly initialised). ``random`` (default) does the same:
+  transformers 4.2.1's ``_init_weights`` — N(0, ``initializer_range``) for Linear and Embedding
+  weights, zero Linear biases, LayerNorm 1 / 0 (:func:`reinitialise_`). With m = 0.995 the random
+  part still weighs 0.995^125 = 0.53 at step 125, so the early queue negatives come mostly from it.
+  ``copy`` starts from a copy of the pretrained encoder (MoCo's usual choice; not what was released).
+* **Momentum-contrast negatives.** The momentum encoder (no gradient) follows the online
   encoder by EMA, ``θm ← m·θm + (1−m)·θ`` over the parameters (m = 0.995). The reference runs the
   update INSIDE the forward pass, right after the online encoder, i.e. with the parameters from
   before this step's optimizer update (``models.py:161-163``): ``momentum_update: in-forward``.
@@ -29,6 +39,10 @@ The momentum encoder and the queue are buffers / submodules of :class:`ESimCSEMo
 checkpoint used for evaluation does not. Evaluation is SimCSE's: raw [CLS] (``mlp_only_train``).
 Only the released ``dup_type: bpe`` (subword) variant is implemented; the code's ``word`` variant
 is not used by its run script.
+
+Precision: ``--fp16`` (``run.sh:52``, the released log's "Using amp fp16 backend",
+``logs/roberta-base.log:71``), inherited from :class:`SimCSE` (``training.precision: authors``);
+dev scoring outside autocast as SimCSE's trainer (``esimcse/trainers.py:105-118``).
 """
 
 from __future__ import annotations
@@ -44,7 +58,8 @@ from sentrepro.backbones import MLPHead, pool_cls
 from sentrepro.methods.base import SentenceModel, cosine_logits, pad_sequences
 from sentrepro.methods.simcse import SimCSE, with_special_tokens
 
-DEFAULTS = {"momentum_update": "in-forward", "mlp_only_train": True}
+DEFAULTS = {"momentum_update": "in-forward", "momentum_init": "random", "mlp_only_train": True}
+MOMENTUM_INITS = ("random", "copy")
 REQUIRED = ("temperature", "max_seq_length", "dup_rate", "neg_size", "momentum")
 
 
@@ -110,6 +125,30 @@ def esimcse_loss(z1: Tensor, z2: Tensor, negatives: Tensor, temperature: float) 
 
 
 @torch.no_grad()
+def reinitialise_(module: nn.Module, std: float) -> None:
+    """Fresh weights for every submodule, as transformers 4.2.1's BERT/RoBERTa ``_init_weights``.
+
+    Linear / Embedding weights ~ N(0, std²), Linear biases 0, LayerNorm weight 1 and bias 0. A
+    parameter outside those module types would keep its value silently, so it is an error.
+    """
+    covered: set[int] = set()
+    for sub in module.modules():
+        if isinstance(sub, (nn.Linear, nn.Embedding)):
+            sub.weight.normal_(mean=0.0, std=std)
+            covered.add(id(sub.weight))
+        elif isinstance(sub, nn.LayerNorm):
+            sub.weight.fill_(1.0)
+            sub.bias.zero_()
+            covered.update((id(sub.weight), id(sub.bias)))
+        if isinstance(sub, nn.Linear) and sub.bias is not None:
+            sub.bias.zero_()
+            covered.add(id(sub.bias))
+    missed = [name for name, param in module.named_parameters() if id(param) not in covered]
+    if missed:
+        raise ValueError(f"esimcse momentum_init random: no 4.2.1 initialisation rule for {', '.join(missed)}")
+
+
+@torch.no_grad()
 def ema_update(target: nn.Module, source: nn.Module, momentum: float) -> None:
     """θm ← m·θm + (1−m)·θ over the parameters (buffers untouched), in place."""
     for param_m, param in zip(target.parameters(), source.parameters()):
@@ -122,9 +161,14 @@ def ema_update(target: nn.Module, source: nn.Module, momentum: float) -> None:
 class ESimCSEModel(SentenceModel):
     """SimCSE's model plus the momentum encoder and the negative queue (state of the run, not of best/)."""
 
-    def __init__(self, encoder: nn.Module, extras: dict[str, nn.Module], neg_size: int):
+    def __init__(self, encoder: nn.Module, extras: dict[str, nn.Module], neg_size: int,
+                 momentum_init: str = "random"):
         super().__init__(encoder, extras)
-        self.momentum_encoder = copy.deepcopy(encoder)
+        self.momentum_encoder = copy.deepcopy(encoder)  # same architecture, so the EMA pairs parameters 1:1
+        if momentum_init == "random":
+            reinitialise_(self.momentum_encoder, encoder.config.initializer_range)
+        elif momentum_init != "copy":
+            raise ValueError(f"esimcse: momentum_init '{momentum_init}' ({' | '.join(MOMENTUM_INITS)})")
         for parameter in self.momentum_encoder.parameters():
             parameter.requires_grad_(False)
         self.register_buffer("queue", torch.zeros(neg_size, encoder.config.hidden_size))
@@ -150,9 +194,12 @@ class ESimCSE(SimCSE):
         mode = self.params["momentum_update"]
         if mode not in ("in-forward", "after-step"):
             raise ValueError(f"esimcse: momentum_update '{mode}' (in-forward | after-step)")
+        if self.params["momentum_init"] not in MOMENTUM_INITS:
+            raise ValueError(f"esimcse: momentum_init '{self.params['momentum_init']}' ({' | '.join(MOMENTUM_INITS)})")
 
     def build_model(self, encoder) -> ESimCSEModel:
-        return ESimCSEModel(encoder, {"mlp": MLPHead(encoder.config.hidden_size)}, self.params["neg_size"])
+        return ESimCSEModel(encoder, {"mlp": MLPHead(encoder.config.hidden_size)}, self.params["neg_size"],
+                            self.params["momentum_init"])
 
     # --- batches -------------------------------------------------------------------------------
     def training_items(self, corpus, seed: int) -> KeyedCorpus:

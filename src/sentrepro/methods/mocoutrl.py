@@ -53,6 +53,14 @@ differs (methods.md §4.2), quirks included:
   0.002 % of 1e-6 over 5 epochs: config ``schedule: constant``.
 * evaluation: the release has no STS evaluation; its WOS code embeds a text as the mean over all 200
   padded positions, which is used here.
+* **no dropout**: ``DebertaModel.from_pretrained`` (``contrastive_train.py:55``) returns the model in
+  eval mode and the script never calls ``.train()`` (unlike ``train_down_stream_wos.py:72``), so the
+  released contrastive training runs without dropout: :meth:`MoCoUTRL.set_train_mode` puts the whole
+  model in eval mode for ``released-code``; ``paper`` keeps train mode (dropout on), as a training
+  procedure the paper does not qualify implies.
+
+Precision (both protocols): fp32 — ``contrastive_train.py`` uses neither autocast nor a GradScaler,
+so ``training.precision: authors`` resolves to ``fp32``.
 
 Model selection is the project loop's STS-B dev evaluation (``eval_steps``); the release selects
 nothing (config: one evaluation at the end). Hyper-parameters: the paper's available text states
@@ -214,6 +222,7 @@ class MomentumDictionary(nn.Module):
 class MoCoUTRL(Method):
     kind = "mocoutrl"
     training_corpus = "views"
+    authors_precision = "fp32"  # contrastive_train.py: no autocast, no GradScaler
 
     def __init__(self, params: dict, family: str, tokenizer):
         super().__init__(params, family, tokenizer)
@@ -233,6 +242,10 @@ class MoCoUTRL(Method):
         return SentenceModel(encoder, extras)
 
     # --- training ----------------------------------------------------------------------------
+    def set_train_mode(self, model: SentenceModel) -> None:
+        """``released-code``: eval mode throughout (no dropout), as the release; ``paper``: train mode."""
+        model.train(not self.released)
+
     def training_items(self, corpus, seed: int):
         return ViewTriples(corpus)
 

@@ -21,6 +21,8 @@ A frozen backbone; trainable prompt vectors replace the word embeddings of the t
 * Evaluation: no MLP (``mlp_only_train``). ``dev``: token-level wrapping, no period; ``test``
   (``evaluation.py``): period appended, sentence substituted into the template string, prompts
   written by the same search. The paper's number (73.59 on BERT-base) used the released search.
+* Precision: ``run.sh`` trains ``bert-optiprompt`` with the common ``--fp16`` flags (``run.sh:166``):
+  ``training.precision: authors`` gives ``fp16`` (inherited from :class:`PromptBERT`).
 """
 
 from __future__ import annotations

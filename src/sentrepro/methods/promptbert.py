@@ -40,6 +40,11 @@ Paper-vs-code choices, each a named param (default = what produced the published
 Known differences from the reference: the reference's in-training dev δ has 128 rows and crashes on
 longer sentences (issue #23); here δ has as many rows as the batch needs (the model's position
 limit is checked and named in the error instead).
+
+Precision: every training command of ``run.sh`` passes ``--fp16`` (``run.sh:166``, at 690ba6e), so
+``training.precision: authors`` resolves to ``fp16`` (OptiPrompt inherits it); the dev evaluation's
+SentEval batcher runs under ``torch.no_grad()`` outside autocast (``prompt_bert/trainers.py:105-118``),
+i.e. fp32, as ``training.dev_precision: fp32`` does.
 """
 
 from __future__ import annotations
@@ -149,6 +154,7 @@ def template_bias(encoder: nn.Module, template: TemplateIds, rows: int, shift_st
 
 class PromptBERT(Method):
     kind = "promptbert"
+    authors_precision = "fp16"  # run.sh:166 --fp16 (common training flags, every run incl. OptiPrompt)
     named_templates = PROMPTBERT_TEMPLATES
 
     def __init__(self, params: dict, family: str, tokenizer):

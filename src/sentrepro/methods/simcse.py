@@ -5,6 +5,12 @@ tokens), both copies in ONE encoder call so the views differ only by dropout (me
 Representation: last-layer [CLS] -> fresh MLP (Linear+Tanh) in training; raw [CLS] at evaluation
 when ``mlp_only_train`` (the unsup recipe's ``cls_before_pooler``). Loss: cross-entropy over
 cos(z1_i, z2_j)/tau with target i, one direction, no in-view negatives.
+
+Precision and dev scoring (``training.precision: authors``, ``training.dev_precision: fp32``): the
+authors trained with ``--fp16`` (``run_unsup_example.sh:25``; native AMP with loss scaling under
+transformers 4.2.1), so ``authors`` resolves to ``fp16``; STS-B dev is scored by
+``CLTrainer.evaluate``'s SentEval batcher under ``torch.no_grad()`` only, outside the training
+step's ``autocast`` (``simcse/trainers.py:105-118``), i.e. in fp32.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ def with_special_tokens(ids: list[int], cls_id: int, sep_id: int, max_len: int) 
 
 class SimCSE(Method):
     kind = "simcse"
+    authors_precision = "fp16"  # run_unsup_example.sh:25 --fp16
 
     def build_model(self, encoder) -> SentenceModel:
         return SentenceModel(encoder, {"mlp": MLPHead(encoder.config.hidden_size)})

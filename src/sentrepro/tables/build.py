@@ -65,6 +65,7 @@ class Cell:
     missing: list = field(default_factory=list)     # aggregate cell: averaged columns the run lacks
     stale: list = field(default_factory=list)       # files of the chain made by code changed since
     extra_seeds: dict = field(default_factory=dict)  # seed -> value beyond max_seeds (paper's statistic differs)
+    digits: int = 2                                 # decimals shown (the spec's `digits`)
 
     @property
     def delta(self) -> float | None:
@@ -87,7 +88,8 @@ class Cell:
         if self.missing:  # an aggregate left empty: say why (the audit prints it)
             entries.append(f"incomplete={','.join(self.missing)}")
         if self.reported is not None:
-            entries.append(f"paper={self.reported.where}")
+            std = f" (± from {self.reported.std_source})" if self.reported.std_source else ""
+            entries.append(f"paper={self.reported.where}{std}")
         return entries
 
 
@@ -113,6 +115,8 @@ class TableResult:
     subsets: dict = field(default_factory=dict)   # suite -> max_samples of subsampled metrics files
     incomplete: dict = field(default_factory=dict)  # aggregate column -> {row: [missing columns]}
     stale: dict = field(default_factory=dict)     # file -> what changed in the code that made it
+    # method -> {"used": [...], "authors": ...} where runs were trained in another precision than the authors'
+    precisions: dict = field(default_factory=dict)
 
 
 # --- reading metrics files ----------------------------------------------------------------------
@@ -190,6 +194,19 @@ def stale_links(path: Path, cache: dict[Path, dict[str, str]]) -> dict[str, str]
             found.update(stale_links(child, cache))
     cache[path] = found
     return found
+def training_precision(path: Path, cache: dict[Path, dict | None]) -> dict | None:
+    """The ``precision`` block of the training summary (train.json) a metrics file was computed from:
+    ``{"configured", "used", "authors", "dev_scoring"}``; None for runs without training."""
+    path = Path(path)
+    if path not in cache:
+        cache[path] = None
+        for entry in (read_json(path).get("provenance") or {}).get("inputs", []):
+            child = Path(entry.get("path", ""))
+            if child.name == "train.json" and child.exists():
+                block = read_json(child).get("precision")
+                cache[path] = block if isinstance(block, dict) else None
+                break
+    return cache[path]
 
 
 @dataclass
@@ -285,6 +302,8 @@ def build_table(spec: dict, metrics_files: list[Path], backbones: dict, *, repor
     incomplete: dict[str, dict[str, list[str]]] = {}
     labels = {cell_selector(spec, {}, column).get("key") or column["label"]: column["label"]
               for column in spec["columns"]}
+    precision_cache: dict[Path, dict | None] = {}
+    precisions: dict[str, dict] = {}
     select_by = spec.get("select_by")
     cells: list[Cell] = []
     rows: list[tuple[str, str | None, bool]] = []
@@ -298,7 +317,8 @@ def build_table(spec: dict, metrics_files: list[Path], backbones: dict, *, repor
             statistic = _headline(spec, column)
             cell = Cell(table=spec["name"], row=row["label"], column=column["label"], group=row.get("group"),
                         value=None, std=None, n=0, statistic=statistic, summary=None, reported=paper,
-                        reported_only=bool(row.get("reported_only")), forced=bool(column.get("stat")))
+                        reported_only=bool(row.get("reported_only")), forced=bool(column.get("stat")),
+                        digits=spec.get("digits", 2))
             if not cell.reported_only:
                 backbone = resolve_backbone(selector["backbone"], selector["method"], selector["suite"],
                                             backbones, index)
@@ -335,6 +355,12 @@ def build_table(spec: dict, metrics_files: list[Path], backbones: dict, *, repor
                             more = lowest_seeds(run.results, statistic_of_paper["seeds"])
                             cell.extra_seeds = _column_values(run, selector["key"], [s for s in more
                                                                                      if s not in seeds])
+                        for seed in values:
+                            block = training_precision(run.files[seed], precision_cache)
+                            if block and block.get("used") != block.get("authors"):
+                                entry = precisions.setdefault(selector["method"], {"used": set(),
+                                                                                   "authors": block.get("authors")})
+                                entry["used"].add(block.get("used"))
                         if backbone != selector["backbone"]:
                             cell.stand_in = backbone
                             stand_ins.setdefault(backbone, set()).add(selector["backbone"])
@@ -357,7 +383,9 @@ def build_table(spec: dict, metrics_files: list[Path], backbones: dict, *, repor
              if any(f in c.stale for c in cells)}
     return TableResult(spec=spec, cells=cells, rows=rows, columns=columns,
                        stand_ins={b: sorted(p) for b, p in stand_ins.items()}, synthetic=synthetic,
-                       subsets=subsets, incomplete=incomplete, stale=dict(sorted(stale.items())))
+                       subsets=subsets, incomplete=incomplete, stale=dict(sorted(stale.items())),
+                       precisions={m: {"used": sorted(e["used"]), "authors": e["authors"]}
+                                   for m, e in sorted(precisions.items())})
 
 
 def _row_label(row: dict, cells: list[Cell]) -> str:

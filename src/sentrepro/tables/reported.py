@@ -19,7 +19,7 @@ import yaml
 PACKAGE_DATA = ("reported.yaml",)
 REPORTED_PATH = Path(__file__).resolve().parent / PACKAGE_DATA[0]
 ENTRY_FIELDS = {"paper", "file", "where", "statistic", "columns", "marks", "rows"}
-ROW_FIELDS = {"line", "values", "std", "mark", "note", "statistic"}
+ROW_FIELDS = {"line", "values", "std", "std_source", "mark", "note", "statistic"}
 
 
 class ReportedError(ValueError):
@@ -38,6 +38,7 @@ class ReportedValue:
     note: str | None = None
     statistic: dict | None = None  # a row whose number is another statistic than its table's:
     #                                {"stat": "mean", "seeds": 10, "where": "file:line", "what": "..."}
+    std_source: str | None = None  # where ``std`` was published when not in the paper text (repo, commit, file:line)
 
 
 def validate_reported(data: dict, path: Path = REPORTED_PATH) -> dict:
@@ -69,6 +70,8 @@ def validate_reported(data: dict, path: Path = REPORTED_PATH) -> dict:
                                           or not isinstance(statistic.get("seeds"), int)
                                           or set(statistic) - {"stat", "seeds", "where", "what"}):
                 raise ReportedError(f"{where}.statistic: expected {{stat: mean, seeds: <int>, where, what}}")
+            if "std_source" in record and "std" not in record:
+                raise ReportedError(f"{where}: std_source without std")
             mark = record.get("mark")
             if mark is not None and mark not in entry.get("marks", {}):
                 raise ReportedError(f"{where}: mark '{mark}' is not explained in {name}.marks")
@@ -123,4 +126,5 @@ def reported_value(reported: dict, entry: str, row: str, column: str) -> Reporte
         row=row,
         note=record.get("note"),
         statistic=record.get("statistic"),
+        std_source=record.get("std_source"),
     )

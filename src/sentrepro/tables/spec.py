@@ -20,7 +20,8 @@ spec error. Top-level ``suite`` and ``key`` are defaults. A row without ``method
 
 Top level: name, paper, title, statistic (best-of-n | mean: the headline seed statistic), select_by
 (the metric best-of-n ranks seeds by), max_seeds (use at most the N lowest seeds), reported (default
-reported.yaml entry), suite, key, columns, rows, notes.
+reported.yaml entry), suite, key, columns, rows, notes, digits (decimals shown, default 2; the paper's own,
+e.g. 4 for PromptBERT Knowl 4's cosines).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ STATISTICS = ("best-of-n", "mean")
 STATS = ("mean", "std", "max", "min", "range", "best")
 SELECTOR_FIELDS = ("backbone", "method", "suite", "key", "stat")
 TOP_FIELDS = {"name", "paper", "title", "statistic", "select_by", "max_seeds", "reported", "suite", "key",
-              "columns", "rows", "notes", "averages"}
+              "columns", "rows", "notes", "averages", "digits"}
 ROW_FIELDS = {"label", "group", "backbone", "method", "suite", "key", "reported", "reported_only"}
 COLUMN_FIELDS = {"label", "backbone", "method", "suite", "key", "stat", "reported_column", "averages"}
 # The metric key of an aggregate (the suites' "avg": a plain mean over tasks). A cell of it is filled
@@ -87,6 +88,9 @@ def validate_spec(spec: dict, path: Path) -> dict:
         raise SpecError(f"{path}: name '{spec['name']}' differs from the file name '{path.stem}'")
     if spec["statistic"] not in STATISTICS:
         raise SpecError(f"{path}: statistic '{spec['statistic']}' is not one of {', '.join(STATISTICS)}")
+    digits = spec.get("digits", 2)
+    if not isinstance(digits, int) or isinstance(digits, bool) or not 0 <= digits <= 6:
+        raise SpecError(f"{path}: digits must be an integer from 0 to 6, got {digits!r}")
     max_seeds = spec.get("max_seeds")
     if max_seeds is not None and (not isinstance(max_seeds, int) or max_seeds < 1):
         raise SpecError(f"{path}: max_seeds must be a positive integer, got {max_seeds!r}")
