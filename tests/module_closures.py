@@ -49,13 +49,23 @@ def cli_commands() -> dict:
 
 
 def command_script(function) -> str:
-    """What ``sentrepro <command>`` runs in cli.py: main, build_parser, the private helpers, the command."""
+    """What ``sentrepro <command>`` runs in cli.py: main, build_parser, the command, and the private
+    helpers these name in their source (followed through the helpers' own sources)."""
     from sentrepro import cli
 
-    helpers = [f for name, f in vars(cli).items() if inspect.isfunction(f) and name.startswith("_")
-               and f.__module__ == cli.__name__]
-    parts = [cli.main, cli.build_parser, *helpers, function]
-    return "\n\n".join(textwrap.dedent(inspect.getsource(f)) for f in parts)
+    helpers = {name: f for name, f in vars(cli).items() if inspect.isfunction(f) and name.startswith("_")
+               and f.__module__ == cli.__name__}
+    parts = [cli.main, cli.build_parser, function]
+    sources = [textwrap.dedent(inspect.getsource(f)) for f in parts]
+    todo = list(sources)
+    while todo:
+        text = todo.pop()
+        for name, helper in helpers.items():
+            if helper not in parts and re.search(rf"\b{name}\b", text):
+                parts.append(helper)
+                sources.append(textwrap.dedent(inspect.getsource(helper)))
+                todo.append(sources[-1])
+    return "\n\n".join(sources)
 
 
 def modulefinder_closure(script: str, tmp_path: Path) -> set[str]:

@@ -133,3 +133,19 @@ def test_the_legacy_code_fingerprint_takes_each_listed_module_as_an_entry():
     assert code_fingerprint(["data/views.py"]) == expected
     with pytest.raises(codedeps.CodeDepsError, match="no module src.sentrepro.no.such.py"):
         code_fingerprint(["no/such.py"])
+
+
+def test_a_method_job_covers_its_own_method_module_only():
+    """The method registry imports method modules on demand: a training job's code is the command's
+    closure plus its own method's module (and what that imports), so editing ConPVP reruns ConPVP only."""
+    from sentrepro.codedeps import closure_files
+    from sentrepro.methods import REGISTRY, method_class, method_entry
+
+    command = set(closure_files(["cli:train"]))
+    assert not any(f.startswith("methods/") and f not in ("methods/__init__.py", "methods/base.py") for f in command)
+    simcse = set(closure_files(["cli:train", method_entry("simcse")]))
+    assert "methods/simcse.py" in simcse and "methods/conpvp.py" not in simcse
+    esimcse = set(closure_files(["cli:evaluate", method_entry("esimcse")]))
+    assert {"methods/esimcse.py", "methods/simcse.py"} <= esimcse  # ESimCSE builds on SimCSE's module
+    for kind in REGISTRY:
+        assert method_class(kind).kind == kind

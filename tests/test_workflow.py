@@ -207,26 +207,38 @@ def test_report_command_builds_a_self_contained_report_with_every_table(finished
 # --- code fingerprints: which edits rerun what; a moved project; stale cells in the audit ----------
 
 
-def _job_graph(workdir, repo) -> tuple[dict[str, str], dict[str, set[str]]]:
-    """Job id -> rule and job id -> the jobs consuming its outputs, from `snakemake --dag` (DOT)."""
+def _job_graph(workdir, repo) -> tuple[dict[str, str], dict[str, set[str]], dict[str, str]]:
+    """Job id -> rule, job id -> the jobs consuming its outputs, and job id -> its ``method`` wildcard
+    (jobs that run one method), from `snakemake --dag` (DOT; a node's label lists its wildcards)."""
     dot = snakemake(workdir, "--dag", "--forceall", repo=repo).stdout
-    rules = dict(re.findall(r'^\s*(\d+)\[label = "(\w+)', dot, re.M))
+    labels = dict(re.findall(r'^\s*(\d+)\[label = "([^"]*)"', dot, re.M))
+    rules = {job: re.match(r"\w+", label).group(0) for job, label in labels.items()}
+    methods = {job: m.group(1) for job, label in labels.items() if (m := re.search(r"method: ([^\\\s]+)", label))}
     consumers: dict[str, set[str]] = {job: set() for job in rules}
     for source, target in re.findall(r"^\s*(\d+) -> (\d+)", dot, re.M):
         consumers[source].add(target)
-    assert rules and any(consumers.values()), dot
-    return rules, consumers
+    assert rules and any(consumers.values()) and methods, dot
+    return rules, consumers, methods
 
 
-def _downstream(rules: set[str], jobs: dict[str, str], consumers: dict[str, set[str]]) -> set[str]:
-    """The rules of every job of ``rules`` and of every job downstream of one."""
-    found, todo = set(), [job for job, rule in jobs.items() if rule in rules]
+def _downstream(start: set[str], jobs: dict[str, str], consumers: dict[str, set[str]]) -> set[str]:
+    """The rules of the jobs ``start`` and of every job downstream of one."""
+    found, todo = set(), list(start)
     while todo:
         job = todo.pop()
         if job not in found:
             found.add(job)
             todo.extend(consumers[job])
     return {jobs[job] for job in found}
+
+
+def _kind_modules(package: Path) -> dict[str, str]:
+    """Method kind -> the module defining it (``kind = "..."`` in a class of src/sentrepro/methods)."""
+    found = {}
+    for path in sorted((package / "methods").glob("*.py")):
+        for kind in re.findall(r'^    kind = "(\w+)"', path.read_text(encoding="utf-8"), re.M):
+            found[kind] = f"sentrepro.methods.{path.stem}"
+    return found
 
 
 def _behaviour_change(path) -> str:
@@ -248,19 +260,31 @@ def test_a_moved_project_plans_nothing_and_each_module_edit_reruns_the_rules_tha
     shutil.copytree(finished_run, workdir, symlinks=True)
     assert planned_jobs(snakemake(workdir, "-n", repo=repo)) == {}
 
-    # which rule's code uses which file, computed without sentrepro.codedeps (see tests/module_closures.py)
-    jobs, consumers = _job_graph(workdir, repo)
-    in_run = set(jobs.values()) - {"all"}
-    closures = {rule: {module_file(m) for m in entry_closure(entry, tmp_path)}
-                for rule, entry in rule_entries(repo / "workflow" / "rules").items() if rule in in_run}
-    assert {"train", "evaluate_sts", "tokenize", "table"} <= set(closures)
+    # which job's code uses which file, computed without sentrepro.codedeps (see tests/module_closures.py):
+    # a rule's entry point, plus, for a job of one method, the module defining the method's kind (the
+    # registry imports it on demand, so an edit of one method's module reruns that method's jobs only)
+    jobs, consumers, job_methods = _job_graph(workdir, repo)
     package = repo / "src" / "sentrepro"
+    in_run = set(jobs.values()) - {"all"}
+    rule_closures = {rule: {module_file(m) for m in entry_closure(entry, tmp_path)}
+                     for rule, entry in rule_entries(repo / "workflow" / "rules").items() if rule in in_run}
+    assert {"train", "evaluate_sts", "tokenize", "table"} <= set(rule_closures)
+    overlay = yaml.safe_load((workdir / "overlay.yaml").read_text())
+    config_methods = {**yaml.safe_load((repo / "config.yaml").read_text())["methods"], **overlay["methods"]}
+    kind_modules = _kind_modules(package)
+    closures = {}
+    for job, rule in jobs.items():
+        if rule in rule_closures:
+            closures[job] = set(rule_closures[rule])
+            if job in job_methods:
+                module = kind_modules[config_methods[job_methods[job]]["kind"]]
+                closures[job] |= {module_file(m) for m in entry_closure(module, tmp_path)}
 
     def users(rel: str) -> set[str]:
         if rel.endswith(".py"):
-            return {rule for rule, files in closures.items() if rel in files}
+            return {job for job, files in closures.items() if rel in files}
         readers = {module_file(m) for m in data_readers(rel)}
-        return {rule for rule, files in closures.items() if files & readers}
+        return {job for job, files in closures.items() if files & readers}
 
     # One dry run (~10 s on 2 shared cores) per module; data files of one folder with the same readers
     # (the 14 table specs) cannot differ in which rules read them, so one of each such group is edited.

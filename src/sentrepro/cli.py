@@ -128,6 +128,7 @@ def cmd_tokenize(args) -> int:
 def cmd_train(args) -> int:
     from sentrepro.runner import run_training
 
+    _record_method_code(args)
     summary = run_training(_spec(args.spec), Path(args.tokenized), Path(args.dev_manifest), Path(args.run_dir),
                            stop_after=args.stop_after)
     if "interrupted_at" in summary:
@@ -143,6 +144,7 @@ def cmd_evaluate(args) -> int:
 
     if args.suite not in SUITES:
         raise SystemExit(f"sentrepro evaluate: unknown suite '{args.suite}' (known: {', '.join(SUITES)})")
+    _record_method_code(args)
     run_dir = Path(args.run_dir) if args.run_dir else None
     if args.suite == "sts":
         from sentrepro.runner import run_sts_evaluation
@@ -338,6 +340,18 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     set_running_entry([f"cli:{args.command}"])  # what provenance records as the code that ran
     return args.func(args)
+
+
+def _record_method_code(args) -> None:
+    """A job of one method runs ``cli:<command>`` plus that method's module, which the method registry
+    imports on demand (sentrepro.methods): provenance records both, as the rule's params.code does."""
+    from sentrepro.codedeps import set_running_entry
+    from sentrepro.methods import method_entry
+
+    method = _spec(args.spec).get("method")
+    if not (isinstance(method, dict) and method.get("kind")):
+        raise SystemExit(f"sentrepro {args.command}: --spec has no method.kind")
+    set_running_entry([f"cli:{args.command}", method_entry(method["kind"])])
 
 
 if __name__ == "__main__":  # pragma: no cover

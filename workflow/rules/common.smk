@@ -19,7 +19,7 @@ from sentrepro.config import (
     validate,
 )
 from sentrepro.codedeps import rule_code, shell_entry
-from sentrepro.methods import kind_training_corpus, kind_trains
+from sentrepro.methods import kind_training_corpus, kind_trains, method_entry
 
 try:
     _validated = validate(config)
@@ -361,15 +361,32 @@ def verdict_pair_scores(w):
 # --- the code a rule runs (sentrepro.codedeps) ---------------------------------------------------
 
 
+def method_code(entry: str):
+    """params.code where each job runs one method (wildcard ``method``), i.e. the command's code plus
+    the module of the job's method kind, which the method registry imports on demand. So an edit of one
+    method's module reruns that method's jobs only (sentrepro.methods.REGISTRY)."""
+
+    def code(w):
+        return rule_code([entry, method_entry(method_kind(w.method))])
+
+    code.entry = entry
+    return code
+
+
 def check_rule_code():
     """Every rule that runs sentrepro code has params.code = rule_code(<the entry its shell command
-    runs>), so the command is the one source of which code a rule depends on; a rule whose code param
-    names anything else (a hand-kept list) stops the workflow here."""
+    runs>) -- or method_code(<entry>) when its jobs run one method each -- so the command is the one
+    source of which code a rule depends on; a rule whose code param names anything else (a hand-kept
+    list) stops the workflow here."""
     for defined in workflow.rules:
         entry = shell_entry(defined.shellcmd or "")
         if entry is None:
             continue
         code = dict(defined.params.items()).get("code")
-        if code != rule_code(entry):
+        if "method" in defined.wildcard_names:
+            if not (callable(code) and getattr(code, "entry", None) == entry):
+                raise WorkflowError(f"rule {defined.name} runs '{entry}' for one method per job but its "
+                                    f"params.code is not method_code({entry!r})")
+        elif code != rule_code(entry):
             raise WorkflowError(f"rule {defined.name} runs '{entry}' but its params.code is not "
                                 f"rule_code({entry!r}) (sentrepro.codedeps); set code=rule_code({entry!r})")

@@ -12,7 +12,7 @@ rule evaluate_sts:
         pairs=f"{EXP}/metrics/{{backbone}}/{{method}}/{{run}}/sts.pairs.npz",
     params:
         spec=lambda w: eval_spec(w, sts_slice(config)),
-        code=rule_code("cli:evaluate"),
+        code=method_code("cli:evaluate"),
         run_dir=lambda w, input: str(Path(input.run[0]).parent) if input.run else "",
     resources:
         mem_mb=8000,

@@ -12,7 +12,7 @@ rule evaluate_suite:
         f"{EXP}/metrics/{{backbone}}/{{method}}/{{run}}/{{suite,{PROTOCOL_SUITE_RE}}}.json",
     params:
         spec=suite_spec,
-        code=rule_code("cli:evaluate"),
+        code=method_code("cli:evaluate"),
         run_dir=lambda w, input: str(Path(input.run[0]).parent) if input.run else "",
     resources:
         gpu=suite_resource("gpu", 0),
@@ -39,7 +39,7 @@ rule analyse:
         f"{EXP}/metrics/{{backbone}}/{{method}}/{{run}}/{{suite,{ANALYSIS_SUITE_RE}}}.json",
     params:
         spec=suite_spec,
-        code=rule_code("cli:evaluate"),
+        code=method_code("cli:evaluate"),
         run_dir=lambda w, input: str(Path(input.run[0]).parent) if input.run else "",
     resources:
         gpu=suite_resource("gpu", 0),
