@@ -54,12 +54,17 @@ def manifest(source: str) -> str:
     return f"{RES}/data/{source}/MANIFEST.json"
 
 
-def tokenizer_model(tokenizer: str) -> str:
-    """The model a tokenizer cache is built from: the first backbone (by name) that names it."""
+def tokenizer_backbone(tokenizer: str) -> str:
+    """The backbone a tokenizer cache is built from: the first (by name) that names it."""
     names = sorted(b for b, spec in config["backbones"].items() if spec["tokenizer"] == tokenizer)
     if not names:
         raise WorkflowError(f"no backbone uses tokenizer '{tokenizer}'")
-    return config["backbones"][names[0]]["model"]
+    return names[0]
+
+
+def tokenizer_model(tokenizer: str) -> str:
+    """The model a tokenizer cache is built from."""
+    return config["backbones"][tokenizer_backbone(tokenizer)]["model"]
 
 
 def tokenized_record(backbone: str) -> str:
