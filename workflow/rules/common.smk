@@ -345,3 +345,17 @@ def primary_stand_in(name, backbone):
     """The paper backbone a demo backbone is labelled as in figures (the first of a list)."""
     value = backbone.get("stands_in_for", name)
     return value if isinstance(value, str) else value[0]
+
+
+# --- pretrained backbones (workflow/rules/models.smk; sentrepro.pretrained) -------------------
+from sentrepro.pretrained.names import fetch_spec, snapshot_manifest
+
+
+def model_manifest(backbone: str) -> str:
+    """The MANIFEST.json of a backbone's snapshot (its path follows from config alone)."""
+    return snapshot_manifest(RES, backbone, config["backbones"][backbone])
+
+
+def frozen_model_manifest(w):
+    """A frozen run's evaluation loads the backbone itself; a trained run's loads its checkpoint."""
+    return [] if kind_trains(method_kind(w.method)) else [model_manifest(w.backbone)]

@@ -5,21 +5,6 @@
 # tokenize and train take the MANIFEST as an input (evaluate too, for frozen backbones), so a revision change
 # reruns that backbone's jobs; a shared token-id cache is built from the first backbone naming its tokenizer,
 # so a revision change of that backbone also rebuilds the cache and reruns every run on it.
-from sentrepro.pretrained.names import fetch_spec, snapshot_manifest
-
-# Where the files come from is no part of what they are (each is verified): passed outside params, so
-# moving from the Hub to a mirror reruns nothing.
-MODEL_MIRROR = config["models"]["mirror"] or ""
-
-
-def model_manifest(backbone: str) -> str:
-    """The MANIFEST.json of a backbone's snapshot (its path follows from config alone)."""
-    return snapshot_manifest(RES, backbone, config["backbones"][backbone])
-
-
-def frozen_model_manifest(w):
-    """A frozen run's evaluation loads the backbone itself; a trained run's loads its checkpoint."""
-    return [] if kind_trains(method_kind(w.method)) else [model_manifest(w.backbone)]
 
 
 rule fetch_model:
@@ -30,10 +15,14 @@ rule fetch_model:
     params:
         spec=lambda w: spec_json(fetch_spec(config["backbones"][w.backbone])),
         code=code_fingerprint(["pretrained", "data/download.py", "data/sources.py"]),
+    # Where the files come from is no part of what they are (each is verified), so the mirror is passed as
+    # a resource, not a param: moving from the Hub to a mirror (or back) reruns nothing.
+    resources:
+        models_mirror=lambda w: config["models"]["mirror"] or "",
     conda:
         "../../envs/data.yaml"
     log:
         f"{RES}/logs/fetch_model/{{backbone}}/{{snapshot}}.log",
     shell:
         "sentrepro fetch-model --name {wildcards.backbone} --spec {params.spec:q} --out-dir $(dirname {output}) "
-        "--mirror={MODEL_MIRROR:q} > {log:q} 2>&1"
+        "--mirror={resources.models_mirror:q} > {log:q} 2>&1"
