@@ -247,3 +247,20 @@ def test_model_kinds_and_config_checks(tmp_path):
     config = load_config(REPO / "config.yaml")
     assert all(spec["revision"] is None for spec in config["backbones"].values())
     assert config["models"] == {"mirror": None}
+
+
+def test_a_shared_token_cache_refuses_a_tokenizer_with_another_vocabulary(tiny_bert, tmp_path):
+    from transformers import AutoTokenizer
+
+    from sentrepro.tokenize import VocabularyMismatch, check_vocabulary, tokenize_corpus
+
+    corpus = tmp_path / "sentences.txt"
+    corpus.write_text("a first sentence\nand a second one\n")
+    tokenizer = AutoTokenizer.from_pretrained(tiny_bert)
+    meta = tokenize_corpus(corpus, tokenizer, tmp_path / "cache", progress=False)
+    check_vocabulary(AutoTokenizer.from_pretrained(tiny_bert), tmp_path / "cache")  # same vocabulary: fine
+    other = AutoTokenizer.from_pretrained(tiny_bert)
+    other.add_tokens(["zzzunseen"])
+    with pytest.raises(VocabularyMismatch, match="another vocabulary"):
+        check_vocabulary(other, tmp_path / "cache")
+    assert len(meta["vocab_sha256"]) == 64
