@@ -14,6 +14,7 @@ report: "workflow/report/workflow.rst"
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
+include: "workflow/rules/models.smk"
 include: "workflow/rules/tokenize.smk"
 include: "workflow/rules/views.smk"
 include: "workflow/rules/train.smk"
@@ -30,6 +31,7 @@ localrules:
     all,
     fixture,
     download,
+    fetch_model,
     prepare_dataset,
     check_dataset,
     prepare_corpus,

@@ -23,6 +23,7 @@ class ServerPlan:
     fail_503: dict[str, int] = field(default_factory=dict)  # path -> how many 503s to answer first
     truncate_to: dict[str, list[int]] = field(default_factory=dict)  # path -> body bytes of the next responses
     ignore_range: bool = False  # answer 200 with the whole file even when Range is asked
+    not_found_headers: dict[str, str] = field(default_factory=dict)  # sent with every 404 (e.g. the Hub's X-Error-Code)
     requests: list[tuple[str, str | None]] = field(default_factory=list)  # (path, Range header)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -42,11 +43,11 @@ class PlannedHandler(BaseHTTPRequestHandler):
                 plan.fail_503[self.path] -= 1
                 self._send_status_only(503)
                 return
-            body = plan.files.get(self.path)
+            body = plan.files.get(self.path.split("?", 1)[0])  # a query string (the Hub API's) does not select
             cuts = plan.truncate_to.get(self.path) or []
             cut = cuts.pop(0) if cuts else None
         if body is None:
-            self._send_status_only(404)
+            self._send_status_only(404, plan.not_found_headers)
             return
         start = 0
         if range_header and not plan.ignore_range:
@@ -68,8 +69,10 @@ class PlannedHandler(BaseHTTPRequestHandler):
         self.wfile.flush()
         self.close_connection = True
 
-    def _send_status_only(self, status: int) -> None:
+    def _send_status_only(self, status: int, headers: dict[str, str] | None = None) -> None:
         self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Length", "0")
         self.end_headers()
 

@@ -270,14 +270,18 @@ def test_a_moved_project_plans_nothing_and_each_module_edit_reruns_the_rules_tha
                      for rule, entry in rule_entries(repo / "workflow" / "rules").items() if rule in in_run}
     assert {"train", "evaluate_sts", "tokenize", "table"} <= set(rule_closures)
     overlay = yaml.safe_load((workdir / "overlay.yaml").read_text())
-    config_methods = {**yaml.safe_load((repo / "config.yaml").read_text())["methods"], **overlay["methods"]}
+    base_methods = yaml.safe_load((repo / "config.yaml").read_text())["methods"]
+
+    def kind_of(method: str) -> str:  # the overlay is deep-merged on config.yaml
+        return (overlay["methods"].get(method) or {}).get("kind") or base_methods[method]["kind"]
+
     kind_modules = _kind_modules(package)
     closures = {}
     for job, rule in jobs.items():
         if rule in rule_closures:
             closures[job] = set(rule_closures[rule])
             if job in job_methods:
-                module = kind_modules[config_methods[job_methods[job]]["kind"]]
+                module = kind_modules[kind_of(job_methods[job])]
                 closures[job] |= {module_file(m) for m in entry_closure(module, tmp_path)}
 
     def users(rel: str) -> set[str]:

@@ -1,8 +1,9 @@
 """Trace a table cell back to raw data, verifying every hash on the way.
 
 Chain: table CSV cell -> metrics file(s) -> their inputs (checkpoint files, training summary) ->
-the training summary's inputs (tokenized corpus, dev data, backbone files) -> tokenized corpus ->
-corpus -> dataset manifest -> download record -> downloaded file. Every input is listed with the
+the training summary's inputs (tokenized corpus, dev data, model snapshot manifest and weights) -> tokenized
+corpus -> corpus -> dataset manifest -> download record -> downloaded file; model manifest -> every
+snapshot file (config, tokenizer, weights) as fetched. Every input is listed with the
 sha256 recorded when it was consumed and checked against the file as it is now; a JSON input that
 carries its own ``provenance`` is followed. A dataset manifest's files are each verified too.
 
@@ -175,6 +176,11 @@ def _follow(path: Path, report: AuditReport, depth: int, seen: set[Path]) -> Non
         bad = len(report.problems) - bad_before
         report.lines.append(f"{indent}  · dataset '{payload.get('name')}': {len(payload['files'])} files "
                             + ("all match" if not bad else f"{bad} CHANGED"))
+    if payload.get("kind") == "model-snapshot":  # a backbone's fetched files (rule fetch_model), its inputs below
+        weights = ", ".join(f"{e['path']} sha256 {e['sha256']}" for e in payload["files"] if e["role"] == "weights")
+        report.lines.append(f"{indent}  · model snapshot of backbone '{payload.get('backbone')}': {payload.get('model')} "
+                            f"at commit {payload.get('commit') or '- (local model)'} ({payload.get('pin')}, lock "
+                            f"{payload.get('lock_status')}); weights {weights}")
     if "verification" in payload:  # download record
         report.lines.append(f"{indent}  · downloaded from {payload.get('url')} ({payload.get('verification')})")
     for entry in prov.get("inputs", []):

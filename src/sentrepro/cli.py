@@ -56,6 +56,26 @@ def cmd_download(args) -> int:
     return 0
 
 
+def cmd_fetch_model(args) -> int:
+    from sentrepro.data.download import DownloadError, FetchSettings
+    from sentrepro.data.sources import SourceError
+    from sentrepro.pretrained.fetch import fetch_model
+    from sentrepro.pretrained.listing import ModelSourceError
+
+    _log_to_stderr()
+    try:
+        manifest = fetch_model(args.name, _spec(args.spec), Path(args.out_dir), mirror=args.mirror or None,
+                               settings=FetchSettings.from_environment(), progress=not args.quiet)
+    except (DownloadError, ModelSourceError, SourceError, ValueError) as exc:
+        print(f"fetching backbone '{args.name}' FAILED: {exc}", file=sys.stderr)
+        return 1
+    print(f"{args.name}: {manifest['model']} commit {manifest['commit'] or '-'} ({manifest['pin']}, "
+          f"{manifest['lock_status']})")
+    for entry in manifest["files"]:
+        print(f"{args.name}: {entry['path']} sha256 {entry['sha256']}")
+    return 0
+
+
 def cmd_fixture(args) -> int:
     from sentrepro.data.fixtures import write_fixture
 
@@ -111,6 +131,7 @@ def cmd_prepare_corpus(args) -> int:
 def cmd_tokenize(args) -> int:
     from sentrepro.backbones import load_tokenizer
     from sentrepro.fsutil import atomic_write_json
+    from sentrepro.pretrained.snapshot import model_location
     from sentrepro.provenance import Provenance
     from sentrepro.tokenize import tokenize_corpus
 
@@ -119,7 +140,10 @@ def cmd_tokenize(args) -> int:
     prov = Provenance(step="tokenize", config=spec)
     prov.add_input(args.corpus, "corpus sentences")
     prov.add_input(args.corpus + ".json", "corpus record")
-    meta = tokenize_corpus(Path(args.corpus), load_tokenizer(spec["model"]), out_dir, progress=not args.quiet)
+    if args.model_manifest:
+        prov.add_input(args.model_manifest, "model manifest")
+    tokenizer = load_tokenizer(model_location(spec["model"], args.model_manifest))
+    meta = tokenize_corpus(Path(args.corpus), tokenizer, out_dir, progress=not args.quiet)
     atomic_write_json(out_dir / "tokenized.json", {**meta, "provenance": prov.finish()})
     print(f"tokenized {meta['sentences']} sentences, {meta['tokens']} tokens")
     return 0
@@ -130,7 +154,7 @@ def cmd_train(args) -> int:
 
     _record_method_code(args)
     summary = run_training(_spec(args.spec), Path(args.tokenized), Path(args.dev_manifest), Path(args.run_dir),
-                           stop_after=args.stop_after)
+                           stop_after=args.stop_after, model_manifest=args.model_manifest or None)
     if "interrupted_at" in summary:
         print(f"stopped at step {summary['interrupted_at']} as asked (--stop-after)")
         return 3
@@ -149,11 +173,13 @@ def cmd_evaluate(args) -> int:
     if args.suite == "sts":
         from sentrepro.runner import run_sts_evaluation
 
-        payload = run_sts_evaluation(_spec(args.spec), run_dir, Path(args.data_manifest), Path(args.out))
+        payload = run_sts_evaluation(_spec(args.spec), run_dir, Path(args.data_manifest), Path(args.out),
+                                     model_manifest=args.model_manifest or None)
     else:
         from sentrepro.evaluation.suites import run_suite
 
-        payload = run_suite(args.suite, _spec(args.spec), run_dir, Path(args.data_manifest), Path(args.out))
+        payload = run_suite(args.suite, _spec(args.spec), run_dir, Path(args.data_manifest), Path(args.out),
+                            model_manifest=args.model_manifest or None)
     scores = ", ".join(f"{k} {v['reported']:.2f}" for k, v in payload["results"].items()
                        if isinstance(v.get("reported"), (int, float)))
     print(f"{args.suite}: {scores}")
@@ -250,6 +276,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bar or progress log lines")
     p.set_defaults(func=cmd_download)
 
+    p = sub.add_parser("fetch-model", help="fetch a backbone's files at its pinned revision and verify them",
+                       epilog="HF_ENDPOINT selects the Hub; retries as for download (SENTREPRO_DOWNLOAD_*)")
+    p.add_argument("--name", required=True, help="the backbone's name in config.yaml")
+    p.add_argument("--spec", required=True, help='{"model": ..., "revision": ...} as JSON')
+    p.add_argument("--out-dir", required=True, help="the snapshot directory (<resources>/models/<name>/<snapshot>)")
+    p.add_argument("--mirror", default="", help="models.mirror: a Hub-cache or plain-snapshot directory")
+    p.add_argument("--quiet", action="store_true", help="no progress bar or progress log lines")
+    p.set_defaults(func=cmd_fetch_model)
+
     p = sub.add_parser("fixture", help="write a synthetic fixture in its upstream format (offline demo)")
     p.add_argument("name", help="generator: senteval, clustering or wos")
     p.add_argument("--out-dir", required=True)
@@ -280,6 +315,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--corpus", required=True)
     p.add_argument("--out-dir", required=True)
     p.add_argument("--quiet", action="store_true")
+    p.add_argument("--model-manifest", default="", help="the backbone's MANIFEST.json (rule fetch_model)")
     p.set_defaults(func=cmd_tokenize)
 
     p = sub.add_parser("train", help="train one backbone x method x seed run (resumes if interrupted)")
@@ -288,6 +324,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dev-manifest", required=True)
     p.add_argument("--run-dir", required=True)
     p.add_argument("--stop-after", type=int, default=None, help=argparse.SUPPRESS)
+    p.add_argument("--model-manifest", default="", help="the backbone's MANIFEST.json (rule fetch_model)")
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("evaluate", help="evaluate a run (or a frozen backbone) on a suite")
@@ -297,6 +334,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-manifest", "--data", dest="data_manifest", required=True,
                    help="the data source's MANIFEST.json (for anisotropy: the training corpus sentences file)")
     p.add_argument("--out", required=True)
+    p.add_argument("--model-manifest", default="", help="the backbone's MANIFEST.json (rule fetch_model); frozen backbones only")
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("figure", help="draw a paper figure (PNG + PDF) from one suite's metrics files")

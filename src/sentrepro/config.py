@@ -132,6 +132,9 @@ def _check_references(config: dict) -> None:
     if sts_source is not None and sts_source not in sources:
         problems.append(f"evaluation.sts.source: unknown source '{sts_source}'")
     problems += _data_source_problems(config)
+    from sentrepro.pretrained.names import backbone_problems  # Hub id or local model; revision pins Hub ids only
+
+    problems += backbone_problems(backbones)
     if problems:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))
 
@@ -173,6 +176,9 @@ def _with_defaults(config: dict) -> dict:
         source.setdefault("synthetic", False)
     config["corpus"].setdefault("max_sentences", None)
     config["corpus"].setdefault("line_split", "splitlines")
+    for backbone in config["backbones"].values():
+        backbone.setdefault("revision", None)
+    config.setdefault("models", {}).setdefault("mirror", None)
     training = config.setdefault("training", {})
     training.setdefault("precision", "authors")
     training.setdefault("dev_precision", "fp32")

@@ -3,7 +3,7 @@
 Every JSON the workflow writes (dataset manifest, tokenized corpus, training summary, metrics file)
 carries a ``provenance`` block: its inputs with sha256, the resolved config slice, seed, code
 version (git commit + dirty flag + package version), library versions, device, precision, wall
-time, host, SLURM job id and the job's CUDA_VISIBLE_DEVICES. Inputs that are themselves
+time, host, SLURM job id, the job's CUDA_VISIBLE_DEVICES and HF_HUB_OFFLINE. Inputs that are themselves
 provenance-carrying JSON files are followed by ``audit`` down to the raw downloads.
 
 ``code_fingerprint`` is the fingerprint of the code the job ran, per module
@@ -165,5 +165,7 @@ class Provenance:
             "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
             # The GPUs SLURM (or the user) gave the job; None when none were assigned.
             "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+            # "1" in workflow jobs that load models: they read only fetched snapshots (rule fetch_model)
+            "hf_hub_offline": os.environ.get("HF_HUB_OFFLINE"),
             **self.extra,
         }

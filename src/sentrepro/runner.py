@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from sentrepro.backbones import configure_threads, load_encoder, load_tokenizer, model_files
+from sentrepro.backbones import configure_threads, load_encoder, load_tokenizer
 from sentrepro.data.prepare import dataset_file
 from sentrepro.data.sts import read_sts_benchmark
 from sentrepro.encoding import encode_sentences
@@ -20,8 +20,9 @@ from sentrepro.fsutil import atomic_write_json, read_json, sha256_bytes
 from sentrepro.methods import build_method, kind_authors_precision, kind_trains
 from sentrepro.methods.base import Method, SentenceModel
 from sentrepro.evaluation.item_scores import pairs_path, write_pairs
+from sentrepro.pretrained.snapshot import model_inputs, model_location
 from sentrepro.provenance import Provenance, file_record
-from sentrepro.tokenize import TokenizedCorpus
+from sentrepro.tokenize import TokenizedCorpus, check_vocabulary
 from sentrepro.train import BEST, TrainSettings, seed_everything, train
 
 TRAIN_SUMMARY = "train.json"
@@ -81,8 +82,12 @@ def stsb_dev_scorer(method: Method, pairs, batch_size: int, device: str, precisi
 
 
 def run_training(spec: dict, tokenized_dir: Path, dev_manifest: Path, run_dir: Path, *,
-                 stop_after: int | None = None, log=print) -> dict:
-    """Train one (backbone, method, seed) run and write ``run_dir/train.json``."""
+                 stop_after: int | None = None, log=print, model_manifest: Path | None = None) -> dict:
+    """Train one (backbone, method, seed) run and write ``run_dir/train.json``.
+
+    ``model_manifest``: the backbone's fetched snapshot (the workflow always passes it); without it
+    only a local model directory can be loaded.
+    """
     run_dir = Path(run_dir)
     backbone, method_spec, seed = spec["backbone"], spec["method"], spec["seed"]
     training = spec["training"]
@@ -99,13 +104,15 @@ def run_training(spec: dict, tokenized_dir: Path, dev_manifest: Path, run_dir: P
     prov.add_input(dev_manifest, "dev dataset manifest")
     dev_file = dataset_file(dev_manifest, training["dev_file"])
     prov.add_input(dev_file, "STS-B dev")
-    for path in model_files(backbone["model"]):
-        prov.add_input(path, "backbone file")
+    for path, role in model_inputs(backbone["model"], model_manifest):
+        prov.add_input(path, role)
 
     params = method_spec["params"]
     seed_everything(seed)
-    tokenizer = load_tokenizer(backbone["model"])
-    encoder = load_encoder(backbone["model"], backbone["family"], attention=training.get("attention", "eager"),
+    location = model_location(backbone["model"], model_manifest)
+    tokenizer = load_tokenizer(location)
+    check_vocabulary(tokenizer, tokenized_dir)
+    encoder = load_encoder(location, backbone["family"], attention=training.get("attention", "eager"),
                            dropout=params.get("dropout"))
     method = build_method(method_spec["kind"], params, backbone["family"], tokenizer)
     model = method.build_model(encoder)
@@ -130,17 +137,20 @@ def run_training(spec: dict, tokenized_dir: Path, dev_manifest: Path, run_dir: P
     return summary
 
 
-def load_for_eval(spec: dict, run_dir: Path | None) -> tuple[Method, SentenceModel, list[Path]]:
-    """The method and model to evaluate: the best checkpoint of a run, or the frozen backbone."""
+def load_for_eval(spec: dict, run_dir: Path | None, model_manifest: Path | None = None
+                  ) -> tuple[Method, SentenceModel, list[tuple[Path, str]]]:
+    """The method and model to evaluate, and their provenance inputs (path, role): the best checkpoint of a
+    run, or the frozen backbone (from its snapshot ``model_manifest``)."""
     backbone, method_spec = spec["backbone"], spec["method"]
     attention = spec.get("attention", "eager")
     trained = kind_trains(method_spec["kind"])
     if not trained:
-        source = backbone["model"]
-        files = model_files(source)
+        source = model_location(backbone["model"], model_manifest)
+        files = model_inputs(backbone["model"], model_manifest)
     else:
         source = str(Path(run_dir) / BEST)
-        files = [Path(run_dir) / TRAIN_SUMMARY] + sorted(p for p in (Path(run_dir) / BEST).iterdir() if p.is_file())
+        files = [(Path(run_dir) / TRAIN_SUMMARY, "training summary")] + [
+            (p, "model file") for p in sorted(p for p in (Path(run_dir) / BEST).iterdir() if p.is_file())]
     tokenizer = load_tokenizer(source)
     encoder = load_encoder(source, backbone["family"], attention=attention)
     method = build_method(method_spec["kind"], method_spec["params"], backbone["family"], tokenizer)
@@ -150,7 +160,8 @@ def load_for_eval(spec: dict, run_dir: Path | None) -> tuple[Method, SentenceMod
     return method, model, files
 
 
-def run_sts_evaluation(spec: dict, run_dir: Path | None, sts_manifest: Path, out: Path) -> dict:
+def run_sts_evaluation(spec: dict, run_dir: Path | None, sts_manifest: Path, out: Path,
+                       model_manifest: Path | None = None) -> dict:
     """Score a model on the configured STS tasks; write the metrics JSON with provenance."""
     from sentrepro.evaluation.sts_suite import evaluate_sts
 
@@ -158,9 +169,9 @@ def run_sts_evaluation(spec: dict, run_dir: Path | None, sts_manifest: Path, out
     device = pick_device()
     precision = resolve_precision(spec.get("precision", "fp32"), device)
     prov = Provenance(step="evaluate_sts", config=spec, seed=spec.get("seed"), device=device, precision=precision)
-    method, model, files = load_for_eval(spec, run_dir)
-    for path in files:
-        prov.add_input(path, "model file" if path.name != TRAIN_SUMMARY else "training summary")
+    method, model, files = load_for_eval(spec, run_dir, model_manifest)
+    for path, role in files:
+        prov.add_input(path, role)
     prov.add_input(sts_manifest, "STS dataset manifest")
     model.to(device)
     sts = spec["sts"]

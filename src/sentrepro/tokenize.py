@@ -14,7 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from sentrepro.fsutil import atomic_path, atomic_write_json, read_json
+from sentrepro.config import canonical_json
+from sentrepro.fsutil import atomic_path, atomic_write_json, read_json, sha256_bytes
 
 CHUNK = 4096
 
@@ -51,9 +52,33 @@ def tokenize_corpus(sentences_file: Path, tokenizer, out_dir: Path, *, progress:
         "tokenizer": getattr(tokenizer, "name_or_path", str(tokenizer)),
         "tokenizer_class": type(tokenizer).__name__,
         "vocab_size": len(tokenizer),
+        "vocab_sha256": vocab_fingerprint(tokenizer),
     }
     atomic_write_json(out_dir / "meta.json", meta)
     return meta
+
+
+def vocab_fingerprint(tokenizer) -> str:
+    """sha256 of a tokenizer's token -> id map: equal for tokenizers that give the same ids."""
+    return sha256_bytes(canonical_json(sorted(tokenizer.get_vocab().items())).encode())
+
+
+class VocabularyMismatch(ValueError):
+    """A backbone's tokenizer is not the one its (shared) token-id cache was built with."""
+
+
+def check_vocabulary(tokenizer, directory: Path) -> None:
+    """Refuse to train on a cache built by a tokenizer with another vocabulary.
+
+    Backbones that name the same ``tokenizer`` share one cache, built from the first of them; a
+    revision of another one that changed the vocabulary would otherwise train on foreign ids.
+    """
+    expected = TokenizedCorpus.meta(directory).get("vocab_sha256")
+    if expected is not None and vocab_fingerprint(tokenizer) != expected:
+        raise VocabularyMismatch(
+            f"the token ids in {directory} were made by a tokenizer with another vocabulary than this backbone's "
+            f"({getattr(tokenizer, 'name_or_path', tokenizer)}); give the backbone its own `tokenizer` name in "
+            "config.yaml")
 
 
 @dataclass

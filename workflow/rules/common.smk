@@ -56,12 +56,17 @@ def manifest(source: str) -> str:
     return f"{RES}/data/{source}/MANIFEST.json"
 
 
-def tokenizer_model(tokenizer: str) -> str:
-    """The model a tokenizer cache is built from: the first backbone (by name) that names it."""
+def tokenizer_backbone(tokenizer: str) -> str:
+    """The backbone a tokenizer cache is built from: the first (by name) that names it."""
     names = sorted(b for b, spec in config["backbones"].items() if spec["tokenizer"] == tokenizer)
     if not names:
         raise WorkflowError(f"no backbone uses tokenizer '{tokenizer}'")
-    return config["backbones"][names[0]]["model"]
+    return names[0]
+
+
+def tokenizer_model(tokenizer: str) -> str:
+    """The model a tokenizer cache is built from."""
+    return config["backbones"][tokenizer_backbone(tokenizer)]["model"]
 
 
 def tokenized_record(backbone: str) -> str:
@@ -328,6 +333,20 @@ def primary_stand_in(name, backbone):
     """The paper backbone a demo backbone is labelled as in figures (the first of a list)."""
     value = backbone.get("stands_in_for", name)
     return value if isinstance(value, str) else value[0]
+
+
+# --- pretrained backbones (workflow/rules/models.smk; sentrepro.pretrained) -------------------
+from sentrepro.pretrained.names import fetch_spec, snapshot_manifest
+
+
+def model_manifest(backbone: str) -> str:
+    """The MANIFEST.json of a backbone's snapshot (its path follows from config alone)."""
+    return snapshot_manifest(RES, backbone, config["backbones"][backbone])
+
+
+def frozen_model_manifest(w):
+    """A frozen run's evaluation loads the backbone itself; a trained run's loads its checkpoint."""
+    return [] if kind_trains(method_kind(w.method)) else [model_manifest(w.backbone)]
 
 
 # --- reproduction verdicts (workflow/rules/verdicts.smk; sentrepro.verdicts) ------------------

@@ -6,6 +6,7 @@ rule evaluate_sts:
         run=trained_run,
         data=lambda w: manifest(config["evaluation"]["sts"]["source"]),
         checked=lambda w: checked(config["evaluation"]["sts"]["source"]),
+        model=frozen_model_manifest,
     output:
         metrics=f"{EXP}/metrics/{{backbone}}/{{method}}/{{run}}/sts.json",
         # every test pair's cosine and gold score (sentrepro.evaluation.item_scores), for the verdicts
@@ -14,6 +15,7 @@ rule evaluate_sts:
         spec=lambda w: eval_spec(w, sts_slice(config)),
         code=method_code("cli:evaluate"),
         run_dir=lambda w, input: str(Path(input.run[0]).parent) if input.run else "",
+        model=lambda w, input: input.model[0] if input.model else "",
     resources:
         mem_mb=8000,
         runtime=30,
@@ -27,5 +29,5 @@ rule evaluate_sts:
     log:
         f"{EXP}/logs/evaluate_sts/{{backbone}}/{{method}}/{{run}}.log",
     shell:
-        "sentrepro evaluate sts --spec {params.spec:q} --run-dir={params.run_dir:q} "
-        "--data-manifest {input.data:q} --out {output.metrics:q} > {log:q} 2>&1"
+        "HF_HUB_OFFLINE=1 sentrepro evaluate sts --spec {params.spec:q} --run-dir={params.run_dir:q} "
+        "--model-manifest={params.model:q} --data-manifest {input.data:q} --out {output.metrics:q} > {log:q} 2>&1"

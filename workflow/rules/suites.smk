@@ -8,12 +8,14 @@ rule evaluate_suite:
         run=trained_run,
         data=suite_data,
         checked=suite_checked,
+        model=frozen_model_manifest,
     output:
         f"{EXP}/metrics/{{backbone}}/{{method}}/{{run}}/{{suite,{PROTOCOL_SUITE_RE}}}.json",
     params:
         spec=suite_spec,
         code=method_code("cli:evaluate"),
         run_dir=lambda w, input: str(Path(input.run[0]).parent) if input.run else "",
+        model=lambda w, input: input.model[0] if input.model else "",
     resources:
         gpu=suite_resource("gpu", 0),
         slurm_partition=gpu_partition(suite_resource("gpu", 0)),
@@ -26,8 +28,8 @@ rule evaluate_suite:
     log:
         f"{EXP}/logs/evaluate_{{suite}}/{{backbone}}/{{method}}/{{run}}.log",
     shell:
-        "sentrepro evaluate {wildcards.suite} --spec {params.spec:q} --run-dir={params.run_dir:q} "
-        "--data {input.data:q} --out {output:q} > {log:q} 2>&1"
+        "HF_HUB_OFFLINE=1 sentrepro evaluate {wildcards.suite} --spec {params.spec:q} --run-dir={params.run_dir:q} "
+        "--model-manifest={params.model:q} --data {input.data:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule analyse:
@@ -35,12 +37,14 @@ rule analyse:
         run=trained_run,
         data=suite_data,
         checked=suite_checked,
+        model=frozen_model_manifest,
     output:
         f"{EXP}/metrics/{{backbone}}/{{method}}/{{run}}/{{suite,{ANALYSIS_SUITE_RE}}}.json",
     params:
         spec=suite_spec,
         code=method_code("cli:evaluate"),
         run_dir=lambda w, input: str(Path(input.run[0]).parent) if input.run else "",
+        model=lambda w, input: input.model[0] if input.model else "",
     resources:
         gpu=suite_resource("gpu", 0),
         slurm_partition=gpu_partition(suite_resource("gpu", 0)),
@@ -53,8 +57,8 @@ rule analyse:
     log:
         f"{EXP}/logs/analyse_{{suite}}/{{backbone}}/{{method}}/{{run}}.log",
     shell:
-        "sentrepro evaluate {wildcards.suite} --spec {params.spec:q} --run-dir={params.run_dir:q} "
-        "--data {input.data:q} --out {output:q} > {log:q} 2>&1"
+        "HF_HUB_OFFLINE=1 sentrepro evaluate {wildcards.suite} --spec {params.spec:q} --run-dir={params.run_dir:q} "
+        "--model-manifest={params.model:q} --data {input.data:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule figure:

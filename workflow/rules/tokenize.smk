@@ -3,7 +3,8 @@
 
 rule tokenize:
     input:
-        f"{RES}/corpus/{{corpus}}/sentences.txt",
+        corpus=f"{RES}/corpus/{{corpus}}/sentences.txt",
+        model=lambda w: model_manifest(tokenizer_backbone(w.tokenizer)),
     output:
         f"{RES}/tokenized/{{tokenizer}}/{{corpus}}/tokenized.json",
     params:
@@ -18,5 +19,5 @@ rule tokenize:
     log:
         f"{RES}/logs/tokenize/{{tokenizer}}/{{corpus}}.log",
     shell:
-        "sentrepro tokenize --spec {params.spec:q} --corpus {input:q} --out-dir $(dirname {output}) "
-        "--quiet > {log:q} 2>&1"
+        "HF_HUB_OFFLINE=1 sentrepro tokenize --spec {params.spec:q} --corpus {input.corpus:q} "
+        "--model-manifest {input.model:q} --out-dir $(dirname {output}) --quiet > {log:q} 2>&1"

@@ -6,6 +6,7 @@ rule train:
     input:
         tokenized=lambda w: training_tokenized_record(w.backbone, w.method),
         dev=lambda w: manifest(config["training"]["dev_source"]),
+        model=lambda w: model_manifest(w.backbone),
     output:
         f"{EXP}/runs/{{backbone}}/{{method}}/{{run}}/train.json",
     params:
@@ -23,5 +24,5 @@ rule train:
     log:
         f"{EXP}/logs/train/{{backbone}}/{{method}}/{{run}}.log",
     shell:
-        "sentrepro train --spec {params.spec:q} --tokenized $(dirname {input.tokenized}) "
-        "--dev-manifest {input.dev:q} --run-dir $(dirname {output}) > {log:q} 2>&1"
+        "HF_HUB_OFFLINE=1 sentrepro train --spec {params.spec:q} --tokenized $(dirname {input.tokenized}) "
+        "--dev-manifest {input.dev:q} --model-manifest {input.model:q} --run-dir $(dirname {output}) > {log:q} 2>&1"

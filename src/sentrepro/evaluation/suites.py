@@ -89,19 +89,19 @@ class SuiteJob:
             self.prov.add_input(path, role)
 
 
-def open_job(suite: str, spec: dict, run_dir: Path | None) -> SuiteJob:
+def open_job(suite: str, spec: dict, run_dir: Path | None, model_manifest: Path | None = None) -> SuiteJob:
     """Load the run's method and model on the suite's device; start its provenance."""
     from sentrepro.backbones import configure_threads
-    from sentrepro.runner import TRAIN_SUMMARY, load_for_eval, resolve_precision
+    from sentrepro.runner import load_for_eval, resolve_precision
 
     configure_threads(spec.get("threads"))
     device = resolve_device(spec["settings"].get("device", "auto"))
     precision = resolve_precision(spec.get("precision", "fp32"), device)
     prov = Provenance(step=f"evaluate_{suite}", config=spec, seed=spec.get("seed"), device=device,
                       precision=precision)
-    method, model, files = load_for_eval(spec, run_dir)
-    for path in files:
-        prov.add_input(path, "training summary" if path.name == TRAIN_SUMMARY else "model file")
+    method, model, files = load_for_eval(spec, run_dir, model_manifest)
+    for path, role in files:
+        prov.add_input(path, role)
     model.to(device)
     return SuiteJob(suite, spec, method, model, device, precision, prov)
 
@@ -389,14 +389,16 @@ def suite_runners() -> dict[str, Callable]:
     }
 
 
-def run_suite(suite: str, spec: dict, run_dir: Path | None, data: Path, out: Path) -> dict:
-    """Evaluate one run on one suite; ``data`` is the source's MANIFEST.json (the corpus file for anisotropy)."""
+def run_suite(suite: str, spec: dict, run_dir: Path | None, data: Path, out: Path,
+              model_manifest: Path | None = None) -> dict:
+    """Evaluate one run on one suite; ``data`` is the source's MANIFEST.json (the corpus file for anisotropy);
+    ``model_manifest`` is a frozen backbone's snapshot (rule fetch_model)."""
     runners = suite_runners()
     if suite not in runners:
         raise ValueError(f"unknown evaluation suite '{suite}' (known: sts, {', '.join(runners)})")
     if spec.get("suite") not in (None, suite):
         raise ValueError(f"--spec is for suite '{spec['suite']}', not '{suite}'")
-    job = open_job(suite, spec, run_dir)
+    job = open_job(suite, spec, run_dir, model_manifest)
     if suite == "anisotropy":
         job.prov.add_input(data, "training corpus sentences")
         record = Path(f"{data}.json")  # prepare_corpus's record: carries the corpus provenance for audit

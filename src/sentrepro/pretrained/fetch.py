@@ -1,0 +1,218 @@
+"""The ``fetch_model`` rule: put a backbone's files into ``<resources>/models/<backbone>/<snapshot>/``, verified.
+
+Guarantees are those of data downloads (:mod:`sentrepro.data.download`, whose ``fetch`` moves every
+byte here): streamed, resumed, retried, progress lines in the log, nothing under its final name
+before it is verified. On top of that, per snapshot:
+
+* **Pinned** (``revision`` = a commit): the Hub resolves the commit and lists each file's hash at it
+  (LFS sha256, git blob id); every fetched file must match. A commit the Hub does not know, or a file
+  that fails its hash, removes everything fetched and names the file.
+* **Unpinned** (``revision: null``) and **local** models: trust on first use, as data sources with no
+  sha256. The first fetch records the commit and every file's sha256 in a lock file
+  (``.<snapshot>.lock.json`` next to the snapshot); every later fetch asks for that commit and must
+  reproduce those hashes.
+* The lock also makes a refetch free: a snapshot whose files still match it is reused without any
+  network access (the rule reruns when its code changes, or when MANIFEST.json was deleted).
+* Files are fetched into ``.<snapshot>.incoming/`` (kept after a network failure, so the next call
+  resumes) and the directory is renamed into place only when every file verified.
+
+``MANIFEST.json`` records repo id, commit, origin, every file's path, role, size and sha256, and
+provenance whose inputs are the snapshot files (so ``sentrepro audit`` verifies them like downloads).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from pathlib import Path
+
+from sentrepro.data.download import (
+    TRUST_ON_FIRST_USE,
+    VERIFIED_BY_PIN,
+    ChecksumMismatch,
+    DownloadError,
+    FetchSettings,
+    fetch,
+)
+from sentrepro.data.sources import local_path, resolve_url
+from sentrepro.fsutil import atomic_write_json, read_json, sha256_file
+from sentrepro.pretrained.files import select_files
+from sentrepro.pretrained.listing import (
+    Listing,
+    ModelSourceError,
+    SourceFile,
+    git_blob_sha1,
+    hub_listing,
+    local_listing,
+    mirror_listing,
+)
+from sentrepro.pretrained.names import HUB, MANIFEST, fetch_spec, model_kind, snapshot_name
+from sentrepro.pretrained.snapshot import SNAPSHOT_KIND
+from sentrepro.provenance import Provenance
+
+LOG = logging.getLogger(__name__)
+
+
+class ModelVerificationError(ChecksumMismatch):
+    """A model file does not match its pin, its source's hash or its first-use record; nothing was kept."""
+
+
+def lock_path(snapshot_dir: Path) -> Path:
+    """The lock record of a snapshot: commit and file hashes it is held to (next to it, survives refetches)."""
+    return snapshot_dir.with_name(f".{snapshot_dir.name}.lock.json")
+
+
+def staging_path(snapshot_dir: Path) -> Path:
+    return snapshot_dir.with_name(f".{snapshot_dir.name}.incoming")
+
+
+def fetch_model(backbone: str, spec: dict, snapshot_dir: Path, *, mirror: str | Path | None = None,
+                settings: FetchSettings | None = None, progress: bool = True) -> dict:
+    """Fetch (or reuse) backbone ``backbone``'s snapshot into ``snapshot_dir``; write and return its MANIFEST."""
+    settings = settings or FetchSettings()
+    snapshot_dir = Path(snapshot_dir)
+    spec = fetch_spec(spec)
+    expected_name = snapshot_name(spec)
+    if snapshot_dir.name != expected_name:
+        raise ValueError(f"backbone '{backbone}': its snapshot directory is '{expected_name}', not "
+                         f"'{snapshot_dir.name}' ({snapshot_dir})")
+    prov = Provenance(step="fetch_model", config={"backbone": backbone, **spec})
+    lock = _read_lock(snapshot_dir, spec)
+    if lock is not None and _snapshot_matches(snapshot_dir, lock):
+        LOG.info("%s: %s already holds the %d files of its lock %s; nothing fetched", backbone, snapshot_dir,
+                 len(lock["files"]), lock_path(snapshot_dir))
+        files, listing_info, lock_status = lock["files"], lock["source"], "matched; snapshot reused, nothing fetched"
+    else:
+        listing = _listing(spec, mirror, lock, settings)
+        files = _fetch_into_place(backbone, spec, listing, snapshot_dir, lock, settings, progress)
+        listing_info = {"origin": listing.origin, "location": listing.location, "repo_id": listing.repo_id,
+                        "commit": listing.commit}
+        lock_status = "matched" if lock is not None else "recorded by this fetch"
+        if lock is None:
+            atomic_write_json(lock_path(snapshot_dir), {**spec, "commit": listing.commit, "source": listing_info,
+                                                        "files": files})
+    for entry in files:
+        prov.inputs.append({"role": f"model {entry['role']}", "path": str(snapshot_dir / entry["path"]),
+                            "sha256": entry["sha256"], "bytes": entry["bytes"]})
+    manifest = {
+        "kind": SNAPSHOT_KIND,
+        "backbone": backbone,
+        "model": spec["model"],
+        "revision": spec["revision"],
+        "repo_id": listing_info["repo_id"],
+        "commit": listing_info["commit"],
+        "source": listing_info,
+        "pin": VERIFIED_BY_PIN if spec["revision"] else TRUST_ON_FIRST_USE,
+        "lock": str(lock_path(snapshot_dir)),
+        "lock_status": lock_status,
+        "weights_format": _weights_format(files),
+        "files": files,
+        "provenance": prov.finish(),
+    }
+    atomic_write_json(snapshot_dir / MANIFEST, manifest)
+    return manifest
+
+
+def _read_lock(snapshot_dir: Path, spec: dict) -> dict | None:
+    path = lock_path(snapshot_dir)
+    if not path.is_file():
+        return None
+    lock = read_json(path)
+    if lock.get("model") != spec["model"] or (spec["revision"] and lock.get("commit") != spec["revision"]):
+        raise ModelVerificationError(
+            f"{path} records {lock.get('model')}@{lock.get('commit')}, but the config asks for "
+            f"{spec['model']}@{spec['revision'] or 'its first-use commit'}; delete the lock file to record anew")
+    return lock
+
+
+def _snapshot_matches(snapshot_dir: Path, lock: dict) -> bool:
+    """The snapshot holds every locked file with its locked sha256."""
+    for entry in lock["files"]:
+        path = snapshot_dir / entry["path"]
+        if not path.is_file() or path.stat().st_size != entry["bytes"] or sha256_file(path) != entry["sha256"]:
+            return False
+    return True
+
+
+def _listing(spec: dict, mirror, lock: dict | None, settings: FetchSettings) -> Listing:
+    """Where the files come from: the Hub (or the mirror) at the pinned or locked commit, or a local directory."""
+    if model_kind(spec["model"]) != HUB:
+        url = resolve_url(spec["model"] if "://" in spec["model"] else Path(spec["model"]).expanduser().resolve().as_uri())
+        return local_listing(local_path(url))
+    commit = spec["revision"] or (lock or {}).get("commit")
+    if mirror:
+        return mirror_listing(Path(mirror), spec["model"], commit)
+    return hub_listing(spec["model"], commit, **settings.as_kwargs())
+
+
+def _fetch_into_place(backbone: str, spec: dict, listing: Listing, snapshot_dir: Path, lock: dict | None,
+                      settings: FetchSettings, progress: bool) -> list[dict]:
+    """Fetch the selected files into the staging directory, verify all, rename it to ``snapshot_dir``."""
+    where = f"{listing.repo_id or spec['model']}" + (f" at commit {listing.commit}" if listing.commit else "")
+    staging = staging_path(snapshot_dir)
+    if not staging.exists() and snapshot_dir.is_dir():
+        os.replace(snapshot_dir, staging)  # files of an earlier snapshot are reused where they still verify
+    staging.mkdir(parents=True, exist_ok=True)
+    (staging / MANIFEST).unlink(missing_ok=True)
+    try:
+        fmt, chosen = select_files(list(listing.files), f"{where} ({listing.location})")
+        locked = {entry["path"]: entry for entry in (lock or {}).get("files", [])}
+        if lock is not None and set(locked) != set(chosen):
+            raise ModelVerificationError(
+                f"{backbone}: {where} now offers files {sorted(chosen)}, but its first-use record "
+                f"{lock_path(snapshot_dir)} lists {sorted(locked)}; nothing was kept")
+        LOG.info("%s: %s from %s (%s weights): %s", backbone, where, listing.location, fmt, ", ".join(chosen))
+        entries = []
+        for index, (path, role) in enumerate(chosen.items(), start=1):
+            LOG.info("%s: file %d of %d: %s", backbone, index, len(chosen), path)
+            entries.append(_fetch_one(backbone, where, listing.files[path], role, staging, locked.get(path),
+                                      settings, progress))
+    except (ModelVerificationError, ChecksumMismatch, ModelSourceError, ValueError):
+        shutil.rmtree(staging, ignore_errors=True)  # a wrong pin or a bad file leaves nothing behind
+        raise
+    for extra in [p for p in staging.iterdir() if p.name not in chosen]:
+        shutil.rmtree(extra) if extra.is_dir() else extra.unlink()
+    if snapshot_dir.exists():
+        shutil.rmtree(snapshot_dir)
+    os.replace(staging, snapshot_dir)
+    return entries
+
+
+def _fetch_one(backbone: str, where: str, item: SourceFile, role: str, staging: Path, locked: dict | None,
+               settings: FetchSettings, progress: bool) -> dict:
+    """Fetch one file, checked against every hash known for it: the first-use record, the source's claims."""
+    dest = staging / item.path
+    if locked and item.sha256 and locked["sha256"] != item.sha256:
+        raise ModelVerificationError(f"{backbone}: {item.path} of {where} is listed with sha256 {item.sha256}, but "
+                                     f"its first-use record says {locked['sha256']}; nothing was kept")
+    pin = (locked or {}).get("sha256") or item.sha256
+    if dest.is_file() and item.git_sha1 and git_blob_sha1(dest) != item.git_sha1:
+        dest.unlink()  # a stale copy; fetch again
+    try:
+        result = fetch(item.url, dest, pin, progress=progress, **settings.as_kwargs())
+    except ChecksumMismatch as exc:
+        raise ModelVerificationError(f"{backbone}: {item.path} of {where} failed verification: {exc}; "
+                                     "nothing was kept") from exc
+    checked = []
+    if item.sha256:
+        checked.append("sha256 listed by the source")
+    if locked:
+        checked.append("sha256 of the first-use record")
+    if item.git_sha1:
+        actual = git_blob_sha1(dest)
+        if actual != item.git_sha1:
+            raise ModelVerificationError(f"{backbone}: {item.path} of {where} has git blob id {actual}, but the "
+                                         f"source lists {item.git_sha1}; nothing was kept")
+        checked.append("git blob id listed by the source")
+    if item.bytes is not None and result.bytes != item.bytes:
+        raise ModelVerificationError(f"{backbone}: {item.path} of {where} has {result.bytes} bytes, the source "
+                                     f"lists {item.bytes}; nothing was kept")
+    return {"path": item.path, "role": role, "sha256": result.sha256, "bytes": result.bytes, "url": item.url,
+            "checked_against": checked or ["nothing yet: sha256 recorded on first use"]}
+
+
+def _weights_format(files: list[dict]) -> str:
+    weights = [entry["path"] for entry in files if entry["role"] == "weights"]
+    return "safetensors" if any(p.endswith(".safetensors") for p in weights) else "pytorch"
+

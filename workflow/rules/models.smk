@@ -1,0 +1,28 @@
+# Pretrained backbones: fetch_model puts each backbone's files (config, tokenizer, weights) at its pinned
+# revision into resources/models/<backbone>/<revision|unpinned|local>/ with a MANIFEST.json (src/sentrepro/
+# pretrained/). A local rule: it needs the network (HF_ENDPOINT) or models.mirror, so it runs on the login
+# node like `download`. Every tokenize, train and evaluate job loads only these snapshots, with HF_HUB_OFFLINE=1.
+# tokenize and train take the MANIFEST as an input (evaluate too, for frozen backbones), so a revision change
+# reruns that backbone's jobs; a shared token-id cache is built from the first backbone naming its tokenizer,
+# so a revision change of that backbone also rebuilds the cache and reruns every run on it.
+
+
+rule fetch_model:
+    output:
+        f"{RES}/models/{{backbone}}/{{snapshot}}/MANIFEST.json",
+    wildcard_constraints:
+        snapshot=r"[A-Za-z0-9_.-]+",
+    params:
+        spec=lambda w: spec_json(fetch_spec(config["backbones"][w.backbone])),
+        code=rule_code("cli:fetch-model"),
+    # Where the files come from is no part of what they are (each is verified), so the mirror is passed as
+    # a resource, not a param: moving from the Hub to a mirror (or back) reruns nothing.
+    resources:
+        models_mirror=lambda w: config["models"]["mirror"] or "",
+    conda:
+        "../../envs/data.yaml"
+    log:
+        f"{RES}/logs/fetch_model/{{backbone}}/{{snapshot}}.log",
+    shell:
+        "sentrepro fetch-model --name {wildcards.backbone} --spec {params.spec:q} --out-dir $(dirname {output}) "
+        "--mirror={resources.models_mirror:q} > {log:q} 2>&1"
