@@ -31,6 +31,7 @@ localrules:
     prepare_corpus,
     table,
     figure,
+    demo_summary,
 
 
 rule all:
@@ -39,4 +40,5 @@ rule all:
         checked_targets(),
         suite_targets(),
         figure_targets(),
+        demo_summary_targets(),
     default_target: True

@@ -126,10 +126,15 @@ def cmd_tokenize(args) -> int:
 
 
 def cmd_train(args) -> int:
+    from sentrepro.progress import StepProgress
     from sentrepro.runner import run_training
 
-    summary = run_training(_spec(args.spec), Path(args.tokenized), Path(args.dev_manifest), Path(args.run_dir),
-                           stop_after=args.stop_after)
+    spec = _spec(args.spec)
+    run_dir = Path(args.run_dir)
+    # runs/<backbone>/<method>/<run>: name the run as the workflow does
+    progress = StepProgress("/".join(run_dir.parts[-3:]))
+    summary = run_training(spec, Path(args.tokenized), Path(args.dev_manifest), run_dir,
+                           stop_after=args.stop_after, log=progress.line, progress=progress)
     if "interrupted_at" in summary:
         print(f"stopped at step {summary['interrupted_at']} as asked (--stop-after)")
         return 3
@@ -143,7 +148,10 @@ def cmd_evaluate(args) -> int:
     if args.suite == "sts":
         from sentrepro.runner import run_sts_evaluation
 
-        payload = run_sts_evaluation(_spec(args.spec), run_dir, Path(args.data_manifest), Path(args.out))
+        payload = run_sts_evaluation(_spec(args.spec), run_dir, Path(args.data_manifest), Path(args.out),
+                                     at_start=args.at_start)
+    elif args.at_start:
+        raise SystemExit("--at-start applies to the sts suite only")
     else:
         from sentrepro.evaluation.suites import run_suite
 
@@ -175,6 +183,16 @@ def cmd_table(args) -> int:
     filled = sum(1 for c in result.cells if c.value is not None)
     print(f"table {args.name}: {len(result.cells)} cells ({filled} with our numbers) -> "
           + ", ".join(str(p) for p in paths))
+    return 0
+
+
+def cmd_demo_summary(args) -> int:
+    from sentrepro.demo_summary import write_summary
+
+    spec = _spec(args.spec)
+    rows = write_summary(spec["runs"], spec["stands_in"], Path(args.out_prefix), spec["experiment"])
+    for row in rows:
+        print(f"{row.label}: STS-B test {row.values['STS-B test before']:.2f} -> {row.values['STS-B test after']:.2f}")
     return 0
 
 
@@ -270,6 +288,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-manifest", "--data", dest="data_manifest", required=True,
                    help="the data source's MANIFEST.json (for anisotropy: the training corpus sentences file)")
     p.add_argument("--out", required=True)
+    p.add_argument("--at-start", action="store_true",
+                   help="sts only: score the untrained model a run starts from (step 0) instead of its best checkpoint")
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("figure", help="draw a paper figure (PNG + PDF) from one suite's metrics files")
@@ -286,6 +306,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--metrics", nargs="*", default=[], help="metrics JSON files (none: reported numbers only)")
     p.add_argument("--description", default="", help="the table's caption text (workflow/report/tables/<name>.rst)")
     p.set_defaults(func=cmd_table)
+
+    p = sub.add_parser("demo-summary", help="each trained run on STS-B test before -> after (the demo's last table)")
+    p.add_argument("--spec", required=True, help='{"experiment", "stands_in": {backbone: [...]}, "runs": [{backbone, '
+                   'method, seed, train, before, after}]}')
+    p.add_argument("--out-prefix", required=True)
+    p.set_defaults(func=cmd_demo_summary)
 
     p = sub.add_parser("cost", help="count the jobs of a config and estimate its GPU-hours before running it")
     p.add_argument("configfiles", nargs="+", help="config.yaml, then overlays")

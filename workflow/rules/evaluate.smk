@@ -28,3 +28,31 @@ rule evaluate_sts:
     shell:
         "sentrepro evaluate sts --spec {params.spec:q} --run-dir={params.run_dir:q} "
         "--data-manifest {input.data:q} --out {output:q} > {log:q} 2>&1"
+
+
+# The "before" of a training run on the STS test sets: the model the training job starts from (step 0,
+# seeded as the job seeds it) scored with the method's own evaluation embedding. Needs no training, and
+# nothing is selected on it (the run's checkpoint is chosen on STS-B dev). Used by the demo summary.
+rule evaluate_sts_start:
+    input:
+        data=lambda w: manifest(config["evaluation"]["sts"]["source"]),
+        checked=lambda w: checked(config["evaluation"]["sts"]["source"]),
+    output:
+        f"{EXP}/metrics/{{backbone}}/{{method}}/{{run}}/sts_start.json",
+    params:
+        spec=lambda w: eval_spec(w, sts_slice(config)),
+        code=lambda w: code_fingerprint(method_modules(method_kind(w.method))
+                                        + ["evaluation/sts.py", "evaluation/sts_suite.py", "data/sts.py"]),
+    resources:
+        mem_mb=8000,
+        runtime=30,
+        cpus_per_task=2,
+    group:
+        "evaluate"
+    conda:
+        "../../envs/evaluate.yaml"
+    log:
+        f"{EXP}/logs/evaluate_sts_start/{{backbone}}/{{method}}/{{run}}.log",
+    shell:
+        "sentrepro evaluate sts --at-start --spec {params.spec:q} "
+        "--data-manifest {input.data:q} --out {output:q} > {log:q} 2>&1"

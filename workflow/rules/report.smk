@@ -33,3 +33,29 @@ rule table:
     shell:
         "sentrepro table {wildcards.table} --spec {params.spec:q} --out-prefix {params.prefix:q} "
         "--description {input.description:q} --metrics {input.metrics} > {log:q} 2>&1"
+
+
+# The demo's closing table (demo_summary.enabled): each trained run on real STS-B test, before -> after.
+rule demo_summary:
+    input:
+        train=lambda w: [summary_run(r)["train"] for r in summary_runs()],
+        before=lambda w: [summary_run(r)["before"] for r in summary_runs()],
+        after=lambda w: [summary_run(r)["after"] for r in summary_runs()],
+    output:
+        md=f"{EXP}/tables/demo_summary.md",
+        csv=f"{EXP}/tables/demo_summary.csv",
+        html=report(
+            f"{EXP}/tables/demo_summary.html",
+            caption="../report/demo_summary.rst",
+            category="Demo summary",
+        ),
+    params:
+        spec=lambda w: spec_json(demo_summary_spec()),
+        code=code_fingerprint(["demo_summary.py", "tables", "tables/reported.yaml", "fsutil.py"]),
+        prefix=f"{EXP}/tables/demo_summary",
+    conda:
+        "../../envs/report.yaml"
+    log:
+        f"{EXP}/logs/demo_summary.log",
+    shell:
+        "sentrepro demo-summary --spec {params.spec:q} --out-prefix {params.prefix:q} > {log:q} 2>&1"

@@ -22,6 +22,7 @@ rule train:
         "../../envs/train.yaml"
     log:
         f"{EXP}/logs/train/{{backbone}}/{{method}}/{{run}}.log",
+    # stdout to the log; stderr (progress lines, dev scores, errors) to the log and to the terminal
     shell:
-        "sentrepro train --spec {params.spec:q} --tokenized $(dirname {input.tokenized}) "
-        "--dev-manifest {input.dev:q} --run-dir $(dirname {output}) > {log:q} 2>&1"
+        ": > {log:q}; sentrepro train --spec {params.spec:q} --tokenized $(dirname {input.tokenized}) "
+        "--dev-manifest {input.dev:q} --run-dir $(dirname {output}) 2>&1 >> {log:q} | tee -a {log:q}"
