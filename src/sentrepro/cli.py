@@ -196,6 +196,14 @@ def cmd_demo_summary(args) -> int:
     return 0
 
 
+def cmd_times(args) -> int:
+    from sentrepro.jobtimes import collect, format_times
+
+    roots = [Path(p) for p in args.roots]
+    sys.stdout.write(format_times(collect(roots), roots))
+    return 0
+
+
 def cmd_cost(args) -> int:
     from sentrepro.config import ConfigError, load_config
     from sentrepro.cost import CostError, estimate, format_estimate
@@ -312,6 +320,10 @@ def build_parser() -> argparse.ArgumentParser:
                    'method, seed, train, before, after}]}')
     p.add_argument("--out-prefix", required=True)
     p.set_defaults(func=cmd_demo_summary)
+
+    p = sub.add_parser("times", help="per-step wall and CPU seconds of a run's jobs (Snakemake benchmark files)")
+    p.add_argument("roots", nargs="+", help="folders holding benchmarks/ (results/<experiment>, resources)")
+    p.set_defaults(func=cmd_times)
 
     p = sub.add_parser("cost", help="count the jobs of a config and estimate its GPU-hours before running it")
     p.add_argument("configfiles", nargs="+", help="config.yaml, then overlays")

@@ -13,6 +13,8 @@ rule fixture:
         code=fixture_code,
     conda:
         "../../envs/data.yaml"
+    benchmark:
+        f"{RES}/benchmarks/fixture/{{generator}}.tsv",
     log:
         f"{RES}/logs/fixture/{{generator}}.log",
     shell:
@@ -30,6 +32,8 @@ rule download:
         fixtures=FIXTURES,
     conda:
         "../../envs/data.yaml"
+    benchmark:
+        f"{RES}/benchmarks/download/{{source}}.tsv",
     log:
         f"{RES}/logs/download/{{source}}.log",
     shell:
@@ -48,6 +52,8 @@ rule prepare_dataset:
         record=lambda w, input: input[0] if input else "",
     conda:
         "../../envs/data.yaml"
+    benchmark:
+        f"{RES}/benchmarks/prepare_dataset/{{source}}.tsv",
     log:
         f"{RES}/logs/prepare_dataset/{{source}}.log",
     shell:
@@ -66,6 +72,8 @@ rule check_dataset:
                                "data/wos.py", "data/records.py", "data/counts.py"]),
     conda:
         "../../envs/data.yaml"
+    benchmark:
+        f"{RES}/benchmarks/check_dataset/{{source}}.tsv",
     log:
         f"{RES}/logs/check_dataset/{{source}}.log",
     shell:
@@ -84,6 +92,8 @@ rule prepare_corpus:
         code=code_fingerprint(["data/prepare.py", "data/wikidump.py"]),
     conda:
         "../../envs/data.yaml"
+    benchmark:
+        f"{RES}/benchmarks/prepare_corpus/{{corpus}}.tsv",
     log:
         f"{RES}/logs/prepare_corpus/{{corpus}}.log",
     shell:

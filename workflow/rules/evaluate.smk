@@ -23,6 +23,8 @@ rule evaluate_sts:
         "evaluate"
     conda:
         "../../envs/evaluate.yaml"
+    benchmark:
+        f"{EXP}/benchmarks/evaluate_sts/{{backbone}}/{{method}}/{{run}}.tsv",
     log:
         f"{EXP}/logs/evaluate_sts/{{backbone}}/{{method}}/{{run}}.log",
     shell:
@@ -51,6 +53,8 @@ rule evaluate_sts_start:
         "evaluate"
     conda:
         "../../envs/evaluate.yaml"
+    benchmark:
+        f"{EXP}/benchmarks/evaluate_sts_start/{{backbone}}/{{method}}/{{run}}.tsv",
     log:
         f"{EXP}/logs/evaluate_sts_start/{{backbone}}/{{method}}/{{run}}.log",
     shell:

@@ -28,6 +28,8 @@ rule table:
         prefix=lambda w, output: output.md[: -len(".md")],
     conda:
         "../../envs/report.yaml"
+    benchmark:
+        f"{EXP}/benchmarks/table/{{table}}.tsv",
     log:
         f"{EXP}/logs/table/{{table}}.log",
     shell:
@@ -55,6 +57,8 @@ rule demo_summary:
         prefix=f"{EXP}/tables/demo_summary",
     conda:
         "../../envs/report.yaml"
+    benchmark:
+        f"{EXP}/benchmarks/demo_summary.tsv",
     log:
         f"{EXP}/logs/demo_summary.log",
     shell:

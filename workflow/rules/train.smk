@@ -20,6 +20,8 @@ rule train:
         cpus_per_task=train_resource("cpus_per_task", 2),
     conda:
         "../../envs/train.yaml"
+    benchmark:
+        f"{EXP}/benchmarks/train/{{backbone}}/{{method}}/{{run}}.tsv",
     log:
         f"{EXP}/logs/train/{{backbone}}/{{method}}/{{run}}.log",
     # stdout to the log; stderr (progress lines, dev scores, errors) to the log and to the terminal
