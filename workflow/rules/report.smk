@@ -54,7 +54,7 @@ rule demo_summary:
     params:
         spec=lambda w: spec_json(demo_summary_spec()),
         code=code_fingerprint(["demo_summary.py", "tables", "tables/reported.yaml", "fsutil.py"]),
-        prefix=f"{EXP}/tables/demo_summary",
+        prefix=lambda w, output: output.md[: -len(".md")],
     conda:
         "../../envs/report.yaml"
     benchmark:
