@@ -89,14 +89,15 @@ def test_progress_prints_at_most_every_interval_and_at_the_end():
 def test_job_times_sum_snakemake_benchmarks_per_step(tmp_path):
     header = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
     for rel, wall, cpu in [("train/minilm/simcse/seed42.tsv", 60.5, 110.0), ("train/minilm/conpvp/seed42.tsv", 90.0, 170.0),
-                           ("table/sts_main.tsv", 2.0, 1.5)]:
+                           ("table/sts_main.tsv", 2.0, 1.5), ("demo_summary.tsv", 1.0, 0.5)]:
         path = tmp_path / "results" / "benchmarks" / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(header + f"{wall}\t0:01:00\t1\t1\t1\t1\t0\t0\t50\t{cpu}\n")
     steps = collect([tmp_path / "results", tmp_path / "resources"])
-    assert [(s.step, s.jobs, s.wall_s, s.cpu_s) for s in steps] == [("train", 2, 150.5, 280.0), ("table", 1, 2.0, 1.5)]
+    assert [(s.step, s.jobs, s.wall_s, s.cpu_s) for s in steps] == [("train", 2, 150.5, 280.0), ("table", 1, 2.0, 1.5),
+                                                                     ("demo_summary", 1, 1.0, 0.5)]
     assert steps[0].longest == "train/minilm/conpvp/seed42"
-    assert "total                       3    152.5    281.5" in format_times(steps, [tmp_path])
+    assert "total                       4    153.5    282.0" in format_times(steps, [tmp_path])
     bad = tmp_path / "results" / "benchmarks" / "table" / "bad.tsv"
     bad.write_text("wall\n3\n")
     with pytest.raises(BenchmarkError, match=r"bad\.tsv: no column 's'"):

@@ -2,7 +2,8 @@
 
 Every rule writes ``<results or resources>/benchmarks/<step>/...tsv`` (Snakemake's ``benchmark:``
 directive: the job's wall seconds ``s`` and the CPU seconds ``cpu_time`` of its process tree). The
-step is the folder under ``benchmarks/`` (the rule, or ``evaluate_<suite>`` / ``analyse_<suite>``).
+step is the folder under ``benchmarks/`` (the rule, or ``evaluate_<suite>`` / ``analyse_<suite>``), or
+the file's name for a rule with a single job (``benchmarks/demo_summary.tsv``).
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ def collect(roots: list[Path]) -> list[StepTime]:
     for root in roots:
         base = Path(root) / "benchmarks"
         for path in sorted(base.rglob("*.tsv")):
-            step = path.relative_to(base).parts[0]
+            rel = path.relative_to(base)
+            step = rel.parts[0] if len(rel.parts) > 1 else rel.stem  # a one-job rule: benchmarks/<rule>.tsv
             wall, cpu = read_benchmark(path)
             entry = steps.setdefault(step, StepTime(step))
             entry.jobs += 1
