@@ -167,15 +167,16 @@ def to_markdown(rows: list[SummaryRow], paragraphs: list[str]) -> str:
 
 def to_html(rows: list[SummaryRow], paragraphs: list[str]) -> str:
     head = "".join(f"<th>{html.escape(c)}</th>" for c in ("run",) + COLUMNS)
-    body = "".join("<tr><td>" + html.escape(r.label) + "</td>" + "".join(f"<td>{html.escape(t)}</td>" for t in _cells(r))
-                   + "</tr>\n" for r in rows)
+    body = "".join("<tr><td>" + html.escape(r.label) + "</td>"
+                   + "".join(f"<td>{html.escape(t)}</td>" for t in _cells(r)) + "</tr>\n" for r in rows)
     text = "".join(f"<p>{html.escape(p)}</p>\n" for p in paragraphs)
     return ("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Demo summary</title></head><body>\n"
             "<h2>Demo summary: each trained method on real STS-B test, before → after</h2>\n"
             f"<table border=\"1\"><tr>{head}</tr>\n{body}</table>\n{text}</body></html>\n")
 
 
-def write_summary(runs: list[dict], stands_in: dict[str, list[str]], out_prefix: Path, experiment: str) -> list[SummaryRow]:
+def write_summary(runs: list[dict], stands_in: dict[str, list[str]], out_prefix: Path,
+                  experiment: str) -> list[SummaryRow]:
     """Build the rows and write ``<prefix>.md/.csv/.html`` atomically."""
     if not runs:
         raise SummaryError("no trained runs to summarise (the matrix has no training method)")
