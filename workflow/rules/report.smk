@@ -20,7 +20,7 @@ rule table:
             labels={"table": "{table}"},
         ),
     wildcard_constraints:
-        table=r"[A-Za-z0-9_-]+",
+        table=r"(?!demo_summary\.)[A-Za-z0-9_-]+",  # demo_summary.* is its own rule
     params:
         spec=lambda w: spec_json(table_context()),
         code=table_code,
