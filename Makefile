@@ -30,6 +30,10 @@ $(STAMP): requirements.txt requirements-offline-data.txt pyproject.toml
 
 demo: setup system-deps
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --profile profiles/demo
+	@echo "Where the time went (per step, from the jobs' benchmark files):"
+	@$(BIN)/sentrepro times results/demo resources
+	@echo "Summary: results/demo/tables/demo_summary.md"
+	@cat results/demo/tables/demo_summary.md
 
 test: setup system-deps
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -q

@@ -38,6 +38,7 @@ localrules:
     table,
     figure,
     verdicts,
+    demo_summary,
 
 
 rule all:
@@ -47,4 +48,5 @@ rule all:
         suite_targets(),
         figure_targets(),
         verdict_targets(),
+        demo_summary_targets(),
     default_target: True

@@ -30,8 +30,9 @@ def rule_entries(rules_dir: Path = REPO / "workflow" / "rules") -> dict[str, str
         text = path.read_text(encoding="utf-8")
         for match in re.finditer(r"^rule (\w+):\n(.*?)(?=^\S|\Z)", text, re.S | re.M):
             body = match.group(2)
-            cli = re.search(r'"(?:[A-Z_]+=\S+ )*sentrepro ([a-z][a-z-]*)', body)  # after env settings
-            module = re.search(r'"python -m (sentrepro[\w.]*)', body)
+            shell = body.split("shell:", 1)[-1]
+            cli = re.search(r'["\s;](?:[A-Z_]+=\S+ )*sentrepro ([a-z][a-z-]*)', shell)  # after env settings
+            module = re.search(r'"python -m (sentrepro[\w.]*)', shell)
             if cli:
                 entries[match.group(1)] = f"cli:{cli.group(1)}"
             elif module:

@@ -80,3 +80,32 @@ def test_checkpoint_of_other_settings_is_not_resumed(tmp_path, tiny_models, corp
     fresh, _ = _run(tiny_models, corpus, tmp_path / "run", key="lr=5e-5")
     assert fresh["resumed_from"] is None
     assert fresh["steps"] == 6
+
+
+def _run_scored(tiny_models, corpus, run_dir, scores, **settings):
+    seed_everything(7)
+    tokenizer = load_tokenizer(str(tiny_models["bert"]))
+    method = build_method("simcse", PARAMS, "bert", tokenizer)
+    model = method.build_model(load_encoder(str(tiny_models["bert"]), "bert"))
+    settings = TrainSettings(batch_size=8, lr=1e-4, max_steps=6, eval_steps=3, checkpoint_every=2, **settings)
+    scores = iter(scores)
+    seen = []
+    summary = train(method, model, corpus, run_dir, settings, seed=7, dev_score=lambda m: float(next(scores)),
+                    save_meta={}, log=lambda *_: None, progress=lambda step, total: seen.append((step, total)))
+    return summary, seen
+
+
+def test_step0_dev_score_is_recorded_and_never_selected(tmp_path, tiny_models, corpus):
+    # the untrained model scores best on dev here; the selected checkpoint is still a trained one
+    summary, seen = _run_scored(tiny_models, corpus, tmp_path / "run", [90.0, 40.0, 50.0])
+    assert summary["history"] == [{"step": 0, "stsb_dev_spearman": 90.0}, {"step": 3, "stsb_dev_spearman": 40.0},
+                                  {"step": 6, "stsb_dev_spearman": 50.0}]
+    assert summary["start_stsb_dev_spearman"] == 90.0
+    assert summary["best_step"] == 6 and summary["best_stsb_dev_spearman"] == 50.0
+    assert seen == [(step, 6) for step in range(1, 7)]  # one progress call per optimizer step
+
+
+def test_step0_dev_score_can_be_turned_off(tmp_path, tiny_models, corpus):
+    summary, _ = _run_scored(tiny_models, corpus, tmp_path / "run", [40.0, 50.0], eval_at_start=False)
+    assert [h["step"] for h in summary["history"]] == [3, 6]
+    assert summary["start_stsb_dev_spearman"] is None

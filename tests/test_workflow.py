@@ -24,7 +24,7 @@ pytestmark = pytest.mark.slow
 def finished_run(tmp_path_factory, shared_data, tiny_models):
     """One complete run of the workflow; tests below reuse (copies of) it."""
     workdir = tmp_path_factory.mktemp("wf")
-    write_overlay(workdir, tiny_overlay(shared_data, tiny_models))
+    write_overlay(workdir, {**tiny_overlay(shared_data, tiny_models), "demo_summary": {"enabled": True}})
     snakemake(workdir)
     return workdir
 
@@ -57,7 +57,9 @@ def test_learning_rate_change_reruns_only_that_training(finished_run, tmp_path):
     shutil.copytree(finished_run, workdir, symlinks=True)
     _edit_overlay(workdir, lambda o: o["methods"]["simcse"]["per_backbone"]["tiny-bert"].update(lr=5e-5))
     jobs = planned_jobs(snakemake(workdir, "-n"))
-    assert jobs == {"train": 1, "evaluate_sts": 1, "table": len(tables_reading("simcse")), "verdicts": 1, "all": 1}
+    # the step-0 evaluation reads the method's params too (they may shape the untrained model), and the summary
+    assert jobs == {"train": 1, "evaluate_sts": 1, "evaluate_sts_start": 1, "demo_summary": 1,
+                    "table": len(tables_reading("simcse")), "verdicts": 1, "all": 1}
 
 
 def test_faithfulness_defaults_rerun_only_the_trainings_they_change(finished_run, tmp_path):
@@ -74,7 +76,9 @@ def test_faithfulness_defaults_rerun_only_the_trainings_they_change(finished_run
     assert planned_jobs(snakemake(workdir, "-n")) == {}
     _edit_overlay(workdir, lambda o: o["training"].update(dev_precision="training"))
     jobs = planned_jobs(snakemake(workdir, "-n"))
-    assert jobs == {"train": 1, "evaluate_sts": 1, "table": len(tables_reading("simcse")), "verdicts": 1, "all": 1}
+    # dev scoring is no part of the step-0 evaluation; the summary reads train.json
+    assert jobs == {"train": 1, "evaluate_sts": 1, "demo_summary": 1, "table": len(tables_reading("simcse")),
+                    "verdicts": 1, "all": 1}
 
 
 def test_precision_and_corpus_count_are_recorded(finished_run):
@@ -119,6 +123,34 @@ def test_audit_chain_and_tamper_detection(finished_run, tmp_path, monkeypatch):
     report = audit_cell(table, "BERT-base SimCSE", "STS-B")
     assert not report.ok
     assert any("resources/corpus/wiki-sample/sentences.txt" in p for p in report.problems)
+
+
+def test_step0_score_recorded_and_demo_summary_built(finished_run, tmp_path, monkeypatch):
+    """Each run records its untrained dev score; the summary table, its audit chain and the job times exist."""
+    results = finished_run / "results" / "wftest"
+    summary = json.loads((results / "runs" / "tiny-bert" / "simcse" / "seed1" / "train.json").read_text())
+    assert summary["history"][0]["step"] == 0 and summary["best_step"] > 0
+    assert summary["start_stsb_dev_spearman"] == summary["history"][0]["stsb_dev_spearman"]
+    assert summary["provenance"]["config"]["training"]["eval_at_start"] is True
+    log = (results / "logs" / "train" / "tiny-bert" / "simcse" / "seed1.log").read_text()
+    assert "[train tiny-bert/simcse/seed1] step 0 (before training): STS-B dev spearman" in log
+    assert "[train tiny-bert/simcse/seed1] step 4/4 (100%)" in log
+    start = json.loads((results / "metrics" / "tiny-bert" / "simcse" / "seed1" / "sts_start.json").read_text())
+    assert start["provenance"]["step"] == "evaluate_sts_start" and "STSBenchmark" in start["results"]
+    with open(results / "tables" / "demo_summary.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert {r["row"] for r in rows} == {"simcse (tiny-bert, seed 1)"}  # trained runs only
+    assert {r["column"] for r in rows} >= {"STS-B test before", "STS-B test after", "change", "training steps"}
+    assert "| simcse (tiny-bert, seed 1) |" in (results / "tables" / "demo_summary.md").read_text()
+    workdir = tmp_path / "copy"
+    shutil.copytree(finished_run, workdir, symlinks=True)
+    monkeypatch.chdir(workdir)
+    report = audit_cell(Path("results/wftest/tables/demo_summary.csv"), "simcse", "STS-B test before")
+    assert report.ok and "metrics/tiny-bert/simcse/seed1/sts_start.json" in report.text(), report.text()
+    times = subprocess.run([str(Path(sys.executable).with_name("sentrepro")), "times", "results/wftest", "resources"],
+                           capture_output=True, text=True, check=True).stdout
+    for step in ("train", "evaluate_sts_start", "demo_summary", "tokenize", "total"):
+        assert f"\n{step} " in "\n" + times, times
 
 
 def test_dry_run_of_full_paper_config_lists_each_download_once(tmp_path):
@@ -200,6 +232,7 @@ def test_report_command_builds_a_self_contained_report_with_every_table(finished
         assert f"{name}.html" in html, name
     assert "ConPVP Table 3: Spearman correlation" in html  # a table caption (workflow/report/tables/*.rst)
     assert "verdicts.html" in html and "Reproduction verdicts of experiment" in html  # workflow/report/verdicts.rst
+    assert "demo_summary.html" in html
     for figure in (finished_run / "results" / "wftest" / "figures").glob("*.png"):
         assert figure.name in html, figure.name
 

@@ -150,11 +150,17 @@ def cmd_tokenize(args) -> int:
 
 
 def cmd_train(args) -> int:
+    from sentrepro.progress import StepProgress
     from sentrepro.runner import run_training
 
     _record_method_code(args)
-    summary = run_training(_spec(args.spec), Path(args.tokenized), Path(args.dev_manifest), Path(args.run_dir),
-                           stop_after=args.stop_after, model_manifest=args.model_manifest or None)
+    spec = _spec(args.spec)
+    run_dir = Path(args.run_dir)
+    # runs/<backbone>/<method>/<run>: name the run as the workflow does
+    progress = StepProgress("/".join(run_dir.parts[-3:]))
+    summary = run_training(spec, Path(args.tokenized), Path(args.dev_manifest), run_dir,
+                           stop_after=args.stop_after, log=progress.line, progress=progress,
+                           model_manifest=args.model_manifest or None)
     if "interrupted_at" in summary:
         print(f"stopped at step {summary['interrupted_at']} as asked (--stop-after)")
         return 3
@@ -174,7 +180,9 @@ def cmd_evaluate(args) -> int:
         from sentrepro.runner import run_sts_evaluation
 
         payload = run_sts_evaluation(_spec(args.spec), run_dir, Path(args.data_manifest), Path(args.out),
-                                     model_manifest=args.model_manifest or None)
+                                     model_manifest=args.model_manifest or None, at_start=args.at_start)
+    elif args.at_start:
+        raise SystemExit("--at-start applies to the sts suite only")
     else:
         from sentrepro.evaluation.suites import run_suite
 
@@ -221,6 +229,24 @@ def cmd_verdicts(args) -> int:
                             context["experiment"], claims_path=claims_path)
     paths = write_outputs(result, Path(args.out_prefix))
     print(f"verdicts: {summary(result)} -> " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+def cmd_demo_summary(args) -> int:
+    from sentrepro.demo_summary import write_summary
+
+    spec = _spec(args.spec)
+    rows = write_summary(spec["runs"], spec["stands_in"], Path(args.out_prefix), spec["experiment"])
+    for row in rows:
+        print(f"{row.label}: STS-B test {row.values['STS-B test before']:.2f} -> {row.values['STS-B test after']:.2f}")
+    return 0
+
+
+def cmd_times(args) -> int:
+    from sentrepro.jobtimes import collect, format_times
+
+    roots = [Path(p) for p in args.roots]
+    sys.stdout.write(format_times(collect(roots), roots))
     return 0
 
 
@@ -335,6 +361,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the data source's MANIFEST.json (for anisotropy: the training corpus sentences file)")
     p.add_argument("--out", required=True)
     p.add_argument("--model-manifest", default="", help="the backbone's MANIFEST.json (rule fetch_model); frozen backbones only")
+    p.add_argument("--at-start", action="store_true",
+                   help="sts only: score the untrained model a run starts from (step 0) instead of its best checkpoint")
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("figure", help="draw a paper figure (PNG + PDF) from one suite's metrics files")
@@ -359,6 +387,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--metrics", nargs="*", default=[], help="metrics JSON files the claims' tables read")
     p.add_argument("--claims", default="", help="claims file (default: src/sentrepro/tables/claims.yaml)")
     p.set_defaults(func=cmd_verdicts)
+
+    p = sub.add_parser("demo-summary", help="each trained run on STS-B test before -> after (the demo's last table)")
+    p.add_argument("--spec", required=True, help='{"experiment", "stands_in": {backbone: [...]}, "runs": [{backbone, '
+                   'method, seed, train, before, after}]}')
+    p.add_argument("--out-prefix", required=True)
+    p.set_defaults(func=cmd_demo_summary)
+
+    p = sub.add_parser("times", help="per-step wall and CPU seconds of a run's jobs (Snakemake benchmark files)")
+    p.add_argument("roots", nargs="+", help="folders holding benchmarks/ (results/<experiment>, resources)")
+    p.set_defaults(func=cmd_times)
 
     p = sub.add_parser("cost", help="count the jobs of a config and estimate its GPU-hours before running it")
     p.add_argument("configfiles", nargs="+", help="config.yaml, then overlays")

@@ -186,8 +186,10 @@ def _with_defaults(config: dict) -> dict:
     training.setdefault("checkpoint_every", 125)
     training.setdefault("pin_memory", True)
     training.setdefault("compile", False)
+    training.setdefault("eval_at_start", True)
     training.setdefault("threads", None)
     config.setdefault("evaluation", {}).setdefault("batch_size", 128)
+    config.setdefault("demo_summary", {}).setdefault("enabled", False)
     return config
 
 

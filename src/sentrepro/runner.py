@@ -81,8 +81,24 @@ def stsb_dev_scorer(method: Method, pairs, batch_size: int, device: str, precisi
     return score
 
 
+def initial_model(backbone: dict, method_spec: dict, seed: int, attention: str,
+                  location: str) -> tuple[Method, SentenceModel]:
+    """The method and its model as a training job builds them before the first update (step 0).
+
+    Seeded first, so the method's freshly created extras (heads, soft prompts) are the same in the
+    training job and in the step-0 evaluation (``run_sts_evaluation(..., at_start=True)``).
+    """
+    params = method_spec["params"]
+    seed_everything(seed)
+    tokenizer = load_tokenizer(location)  # the backbone's snapshot directory (pretrained.snapshot.model_location)
+    encoder = load_encoder(location, backbone["family"], attention=attention, dropout=params.get("dropout"))
+    method = build_method(method_spec["kind"], params, backbone["family"], tokenizer)
+    return method, method.build_model(encoder)
+
+
 def run_training(spec: dict, tokenized_dir: Path, dev_manifest: Path, run_dir: Path, *,
-                 stop_after: int | None = None, log=print, model_manifest: Path | None = None) -> dict:
+                 stop_after: int | None = None, log=print, model_manifest: Path | None = None,
+                 progress=None) -> dict:
     """Train one (backbone, method, seed) run and write ``run_dir/train.json``.
 
     ``model_manifest``: the backbone's fetched snapshot (the workflow always passes it); without it
@@ -108,21 +124,16 @@ def run_training(spec: dict, tokenized_dir: Path, dev_manifest: Path, run_dir: P
         prov.add_input(path, role)
 
     params = method_spec["params"]
-    seed_everything(seed)
     location = model_location(backbone["model"], model_manifest)
-    tokenizer = load_tokenizer(location)
-    check_vocabulary(tokenizer, tokenized_dir)
-    encoder = load_encoder(location, backbone["family"], attention=training.get("attention", "eager"),
-                           dropout=params.get("dropout"))
-    method = build_method(method_spec["kind"], params, backbone["family"], tokenizer)
-    model = method.build_model(encoder)
+    check_vocabulary(load_tokenizer(location), tokenized_dir)
+    method, model = initial_model(backbone, method_spec, seed, training.get("attention", "eager"), location)
     corpus = method.training_items(TokenizedCorpus.open(tokenized_dir), seed)
     settings = TrainSettings.from_params(params, training, device, precision)
     scorer = stsb_dev_scorer(method, read_sts_benchmark(dev_file), 128, device, dev_precision)
     meta = {"kind": method_spec["kind"], "family": backbone["family"], "params": params, "seed": seed}
     resume_key = sha256_bytes(canonical_json(spec).encode())
     summary = train(method, model, corpus, run_dir, settings, seed, scorer, save_meta=meta, log=log,
-                    stop_after=stop_after, resume_key=resume_key)
+                    stop_after=stop_after, resume_key=resume_key, progress=progress)
     if "interrupted_at" in summary:
         return summary
     best = run_dir / BEST
@@ -161,15 +172,29 @@ def load_for_eval(spec: dict, run_dir: Path | None, model_manifest: Path | None 
 
 
 def run_sts_evaluation(spec: dict, run_dir: Path | None, sts_manifest: Path, out: Path,
-                       model_manifest: Path | None = None) -> dict:
-    """Score a model on the configured STS tasks; write the metrics JSON with provenance."""
+                       model_manifest: Path | None = None, *, at_start: bool = False) -> dict:
+    """Score a model on the configured STS tasks; write the metrics JSON with provenance.
+
+    ``at_start``: score the model a training run starts from (step 0, before any update) with the
+    method's own evaluation embedding instead of the run's best checkpoint -- the "before" of a run
+    on the test sets. Nothing is selected on it, so it leaks nothing into training.
+    """
     from sentrepro.evaluation.sts_suite import evaluate_sts
 
     configure_threads(spec.get("threads"))
     device = pick_device()
     precision = resolve_precision(spec.get("precision", "fp32"), device)
-    prov = Provenance(step="evaluate_sts", config=spec, seed=spec.get("seed"), device=device, precision=precision)
-    method, model, files = load_for_eval(spec, run_dir, model_manifest)
+    prov = Provenance(step="evaluate_sts_start" if at_start else "evaluate_sts", config=spec, seed=spec.get("seed"),
+                      device=device, precision=precision)
+    if at_start:
+        if not kind_trains(spec["method"]["kind"]):
+            raise ValueError(f"--at-start: method kind '{spec['method']['kind']}' does not train, so it has no step 0")
+        location = model_location(spec["backbone"]["model"], model_manifest)
+        method, model = initial_model(spec["backbone"], spec["method"], spec["seed"], spec.get("attention", "eager"),
+                                      location)
+        files = model_inputs(spec["backbone"]["model"], model_manifest)
+    else:
+        method, model, files = load_for_eval(spec, run_dir, model_manifest)
     for path, role in files:
         prov.add_input(path, role)
     prov.add_input(sts_manifest, "STS dataset manifest")
@@ -190,6 +215,7 @@ def run_sts_evaluation(spec: dict, run_dir: Path | None, sts_manifest: Path, out
                "data": {"source": sts.get("source") or manifest.get("name"),
                         "synthetic": bool(manifest.get("synthetic", False))},
                "subset": None, "encoded_sentences": encoded, "item_scores": item_scores,
+               **({"state": "step 0 (untrained, as the training job builds it)"} if at_start else {}),
                "provenance": prov.finish()}
     atomic_write_json(out, payload)
     return payload

@@ -58,6 +58,7 @@ class TrainSettings:
     shuffle: bool = True
     pin_memory: bool = True  # page-locked host batches (CUDA only): a truly asynchronous host-to-device copy
     compile: bool = False  # torch.compile of the encoder (in place: state_dict keys and checkpoints unchanged)
+    eval_at_start: bool = True  # score the untrained model on dev (step 0) before the first update
 
     @classmethod
     def from_params(cls, params: dict, training: dict, device: str, precision: str) -> "TrainSettings":
@@ -68,7 +69,8 @@ class TrainSettings:
                    weight_decay=params.get("weight_decay", 0.0), max_grad_norm=params.get("max_grad_norm", 1.0),
                    warmup_steps=params.get("warmup_steps", 0), precision=precision, device=device,
                    schedule=params.get("schedule", "linear"), shuffle=params.get("shuffle", True),
-                   pin_memory=training.get("pin_memory", True), compile=training.get("compile", False))
+                   pin_memory=training.get("pin_memory", True), compile=training.get("compile", False),
+                   eval_at_start=training.get("eval_at_start", True))
 
 
 def seed_everything(seed: int) -> None:
@@ -187,11 +189,13 @@ def optimizer_step(method: Method, model: SentenceModel, batch: dict[str, torch.
 
 def train(method: Method, model: SentenceModel, corpus: TokenizedCorpus, run_dir: Path, settings: TrainSettings,
           seed: int, dev_score: Callable[[SentenceModel], float], *, save_meta: dict,
-          log: Callable[[str], None] = print, stop_after: int | None = None, resume_key: str = "") -> dict:
+          log: Callable[[str], None] = print, stop_after: int | None = None, resume_key: str = "",
+          progress: Callable[[int, int], None] | None = None) -> dict:
     """Train ``model`` with ``method`` on ``corpus``; keep the best dev model in ``run_dir/best``.
 
     ``dev_score(model)`` returns the STS-B dev Spearman (x100) of the model as the method embeds it.
     ``stop_after`` ends the job after that many steps as if it were killed (tests of resumption).
+    ``progress(step, total)`` is called after each optimizer step (a readable progress line).
     ``resume_key`` identifies the run's settings: a ``last/`` checkpoint written under another key
     (e.g. before the learning rate was changed in config) is discarded instead of resumed.
     Returns the training summary (steps, best step and score, history).
@@ -249,6 +253,16 @@ def train(method: Method, model: SentenceModel, corpus: TokenizedCorpus, run_dir
             model.save(run_dir / BEST, method.tokenizer, {**save_meta, "step": step, "stsb_dev_spearman": score})
         log(f"step {step}: STS-B dev spearman {score:.2f}{' (best)' if improved else ''}")
 
+    def record_start_score() -> None:
+        """Dev score of the untrained model as the method embeds it: the "before" of the run.
+
+        Recorded in the history as step 0 but never a candidate for the best checkpoint, so the
+        selected model is the one the reference trainer (no step-0 evaluation) would keep.
+        """
+        score = dev_score(model)
+        state["history"].append({"step": 0, "stsb_dev_spearman": score})
+        log(f"step 0 (before training): STS-B dev spearman {score:.2f}")
+
     pending: list[torch.Tensor] = []  # step losses still on the device (no host sync per step)
 
     def flush_losses() -> None:
@@ -264,6 +278,8 @@ def train(method: Method, model: SentenceModel, corpus: TokenizedCorpus, run_dir
                                        f"rate or use precision fp32/bf16")
         state["losses"].extend(values)
 
+    if settings.eval_at_start and state["step"] == 0 and not state["history"]:
+        record_start_score()
     method.set_train_mode(model)  # train mode for most methods; eval mode where the release trained so
     started = time.time()
     for step in range(state["step"], steps):
@@ -273,6 +289,8 @@ def train(method: Method, model: SentenceModel, corpus: TokenizedCorpus, run_dir
         batch = device_batch(method, [corpus[int(i)] for i in indices], device, pin_memory)
         pending.append(optimizer_step(method, model, batch, opt, settings, device, step))
         state["step"] = step + 1
+        if progress is not None:
+            progress(state["step"], steps)
         at_eval = state["step"] % settings.eval_steps == 0
         at_checkpoint = state["step"] % settings.checkpoint_every == 0
         if at_eval or at_checkpoint or state["step"] == steps or len(pending) >= settings.sync_every:
@@ -293,6 +311,7 @@ def train(method: Method, model: SentenceModel, corpus: TokenizedCorpus, run_dir
         "best_step": state["best_step"],
         "best_stsb_dev_spearman": state["best_score"],
         "history": state["history"],
+        "start_stsb_dev_spearman": next((h["stsb_dev_spearman"] for h in state["history"] if h["step"] == 0), None),
         "loss_first": state["losses"][0] if state["losses"] else None,
         "loss_last": state["losses"][-1] if state["losses"] else None,
         "loss_curve": _loss_curve(state["losses"]),

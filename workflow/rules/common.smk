@@ -335,6 +335,30 @@ def primary_stand_in(name, backbone):
     return value if isinstance(value, str) else value[0]
 
 
+# --- the demo summary (workflow/rules/report.smk: demo_summary) ---------------------------------
+def summary_runs() -> list[Run]:
+    """Every trained run of the matrix, in matrix order."""
+    return [run for run in RUNS if kind_trains(method_kind(run.method))]
+
+
+def summary_run(run: Run) -> dict:
+    return {"backbone": run.backbone, "method": run.method, "seed": run.seed,
+            "train": f"{run_dir(run)}/train.json", "before": metrics_file(run, "sts_start"),
+            "after": metrics_file(run, "sts")}
+
+
+def demo_summary_spec() -> dict:
+    stands = {n: b.get("stands_in_for", n) for n, b in config["backbones"].items()}
+    return {"experiment": config["experiment"], "runs": [summary_run(r) for r in summary_runs()],
+            "stands_in": {n: [v] if isinstance(v, str) else list(v) for n, v in stands.items()}}
+
+
+def demo_summary_targets() -> list[str]:
+    if not config["demo_summary"]["enabled"]:
+        return []
+    return [f"{EXP}/tables/demo_summary.{ext}" for ext in ("md", "csv")]
+
+
 # --- pretrained backbones (workflow/rules/models.smk; sentrepro.pretrained) -------------------
 from sentrepro.pretrained.names import fetch_spec, snapshot_manifest
 

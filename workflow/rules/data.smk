@@ -13,6 +13,8 @@ rule fixture:
         code=rule_code("cli:fixture"),
     conda:
         "../../envs/data.yaml"
+    benchmark:
+        f"{RES}/benchmarks/fixture/{{generator}}.tsv",
     log:
         f"{RES}/logs/fixture/{{generator}}.log",
     shell:
@@ -30,6 +32,8 @@ rule download:
         fixtures=FIXTURES,
     conda:
         "../../envs/data.yaml"
+    benchmark:
+        f"{RES}/benchmarks/download/{{source}}.tsv",
     log:
         f"{RES}/logs/download/{{source}}.log",
     shell:
@@ -48,6 +52,8 @@ rule prepare_dataset:
         record=lambda w, input: input[0] if input else "",
     conda:
         "../../envs/data.yaml"
+    benchmark:
+        f"{RES}/benchmarks/prepare_dataset/{{source}}.tsv",
     log:
         f"{RES}/logs/prepare_dataset/{{source}}.log",
     shell:
@@ -65,6 +71,8 @@ rule check_dataset:
         code=rule_code("cli:check-dataset"),
     conda:
         "../../envs/data.yaml"
+    benchmark:
+        f"{RES}/benchmarks/check_dataset/{{source}}.tsv",
     log:
         f"{RES}/logs/check_dataset/{{source}}.log",
     shell:
@@ -83,6 +91,8 @@ rule prepare_corpus:
         code=rule_code("cli:prepare-corpus"),
     conda:
         "../../envs/data.yaml"
+    benchmark:
+        f"{RES}/benchmarks/prepare_corpus/{{corpus}}.tsv",
     log:
         f"{RES}/logs/prepare_corpus/{{corpus}}.log",
     shell:

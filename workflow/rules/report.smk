@@ -19,7 +19,7 @@ rule table:
             labels={"table": "{table}"},
         ),
     wildcard_constraints:
-        table=r"[A-Za-z0-9_-]+",
+        table=r"(?!demo_summary\.)[A-Za-z0-9_-]+",  # demo_summary.* is its own rule
     params:
         spec=lambda w: spec_json(table_context()),
         code=rule_code("cli:table"),
@@ -27,8 +27,38 @@ rule table:
         prefix=lambda w, output: output.md[: -len(".md")],
     conda:
         "../../envs/report.yaml"
+    benchmark:
+        f"{EXP}/benchmarks/table/{{table}}.tsv",
     log:
         f"{EXP}/logs/table/{{table}}.log",
     shell:
         "sentrepro table {wildcards.table} --spec {params.spec:q} --out-prefix {params.prefix:q} "
         "--description-text {params.description:q} --metrics {input.metrics} > {log:q} 2>&1"
+
+
+# The demo's closing table (demo_summary.enabled): each trained run on real STS-B test, before -> after.
+rule demo_summary:
+    input:
+        train=lambda w: [summary_run(r)["train"] for r in summary_runs()],
+        before=lambda w: [summary_run(r)["before"] for r in summary_runs()],
+        after=lambda w: [summary_run(r)["after"] for r in summary_runs()],
+    output:
+        md=f"{EXP}/tables/demo_summary.md",
+        csv=f"{EXP}/tables/demo_summary.csv",
+        html=report(
+            f"{EXP}/tables/demo_summary.html",
+            caption="../report/demo_summary.rst",
+            category="Demo summary",
+        ),
+    params:
+        spec=lambda w: spec_json(demo_summary_spec()),
+        code=rule_code("cli:demo-summary"),
+        prefix=lambda w, output: output.md[: -len(".md")],
+    conda:
+        "../../envs/report.yaml"
+    benchmark:
+        f"{EXP}/benchmarks/demo_summary.tsv",
+    log:
+        f"{EXP}/logs/demo_summary.log",
+    shell:
+        "sentrepro demo-summary --spec {params.spec:q} --out-prefix {params.prefix:q} > {log:q} 2>&1"

@@ -25,6 +25,8 @@ rule evaluate_suite:
         cpus_per_task=suite_resource("cpus_per_task", 2),
     conda:
         "../../envs/evaluate.yaml"
+    benchmark:
+        f"{EXP}/benchmarks/evaluate_{{suite}}/{{backbone}}/{{method}}/{{run}}.tsv",
     log:
         f"{EXP}/logs/evaluate_{{suite}}/{{backbone}}/{{method}}/{{run}}.log",
     shell:
@@ -54,6 +56,8 @@ rule analyse:
         cpus_per_task=suite_resource("cpus_per_task", 2),
     conda:
         "../../envs/evaluate.yaml"
+    benchmark:
+        f"{EXP}/benchmarks/analyse_{{suite}}/{{backbone}}/{{method}}/{{run}}.tsv",
     log:
         f"{EXP}/logs/analyse_{{suite}}/{{backbone}}/{{method}}/{{run}}.log",
     shell:
@@ -80,6 +84,8 @@ rule figure:
         prefix=lambda w, output: output.png[: -len(".png")],
     conda:
         "../../envs/report.yaml"
+    benchmark:
+        f"{EXP}/benchmarks/figure/{{figure}}.tsv",
     log:
         f"{EXP}/logs/figure/{{figure}}.log",
     shell:

@@ -16,6 +16,8 @@ rule tokenize:
         cpus_per_task=2,
     conda:
         "../../envs/train.yaml"
+    benchmark:
+        f"{RES}/benchmarks/tokenize/{{tokenizer}}/{{corpus}}.tsv",
     log:
         f"{RES}/logs/tokenize/{{tokenizer}}/{{corpus}}.log",
     shell:

@@ -21,8 +21,12 @@ rule train:
         cpus_per_task=train_resource("cpus_per_task", 2),
     conda:
         "../../envs/train.yaml"
+    benchmark:
+        f"{EXP}/benchmarks/train/{{backbone}}/{{method}}/{{run}}.tsv",
     log:
         f"{EXP}/logs/train/{{backbone}}/{{method}}/{{run}}.log",
+    # stdout to the log; stderr (progress lines, dev scores, errors) to the log and to the terminal
     shell:
-        "HF_HUB_OFFLINE=1 sentrepro train --spec {params.spec:q} --tokenized $(dirname {input.tokenized}) "
-        "--dev-manifest {input.dev:q} --model-manifest {input.model:q} --run-dir $(dirname {output}) > {log:q} 2>&1"
+        ": > {log:q}; HF_HUB_OFFLINE=1 sentrepro train --spec {params.spec:q} --tokenized $(dirname {input.tokenized}) "
+        "--dev-manifest {input.dev:q} --model-manifest {input.model:q} --run-dir $(dirname {output}) "
+        "2>&1 >> {log:q} | tee -a {log:q}"

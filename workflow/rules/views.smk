@@ -26,6 +26,8 @@ rule build_views:
         cpus_per_task=1,
     conda:
         "../../envs/data.yaml"
+    benchmark:
+        f"{RES}/benchmarks/build_views/{{corpus}}.tsv",
     log:
         f"{RES}/logs/build_views/{{corpus}}.log",
     shell:
