@@ -76,25 +76,13 @@ def snakemake(workdir: Path, *args: str, overlay: Path | None = None, check: boo
 def planned_jobs(result: subprocess.CompletedProcess) -> dict[str, int]:
     """Parse the 'Job stats' table of a dry run: rule -> count; {} only when Snakemake says "Nothing to
     be done". Any other output (an error, a changed format) raises, so "plans nothing" cannot pass on
-    output that was not read."""
+    output that was not read (the parser `sentrepro cost` uses too: sentrepro.workflow_plan)."""
+    from sentrepro.workflow_plan import parse_job_stats
+
     text = result.stdout + result.stderr
     if result.returncode != 0:
         raise AssertionError(f"snakemake failed ({result.returncode}); no plan to read:\n{text[-4000:]}")
-    if "Job stats:" not in text:
-        if "Nothing to be done" in text:
-            return {}
-        raise AssertionError(f"no 'Job stats' table and no 'Nothing to be done' in the dry run:\n{text[-4000:]}")
-    jobs: dict[str, int] = {}
-    table = text.split("Job stats:", 1)[1].splitlines()
-    for line in table[3:]:
-        parts = line.split()
-        if len(parts) != 2 or not parts[1].isdigit():
-            break
-        if parts[0] != "total":
-            jobs[parts[0]] = int(parts[1])
-    if not jobs:
-        raise AssertionError(f"a 'Job stats' table with no rows in the dry run:\n{text[-4000:]}")
-    return jobs
+    return parse_job_stats(text)
 
 
 def copy_checkout(target: Path) -> Path:
