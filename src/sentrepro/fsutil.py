@@ -7,13 +7,14 @@ killed job never leaves a file that looks complete. Hashes are sha256 over the r
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 CHUNK = 1 << 20
 
@@ -84,3 +85,13 @@ def atomic_write_json(target: str | os.PathLike, payload: Any) -> None:
 def read_json(path: str | os.PathLike) -> Any:
     with open(path, encoding="utf-8") as handle:
         return json.load(handle)
+
+
+@functools.lru_cache(maxsize=16)
+def read_validated_yaml(path: str, validate: Callable[[Any, Path], dict]) -> dict:
+    """A package YAML file (reported numbers, claims) parsed and passed through its validator once per
+    process: ``validate(data, path)`` raises naming the entry at fault."""
+    import yaml
+
+    with open(path, encoding="utf-8") as handle:
+        return validate(yaml.safe_load(handle), Path(path))

@@ -8,13 +8,11 @@ number, the paper's std where it gives one, the footnote mark and where the numb
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
+from sentrepro.fsutil import read_validated_yaml
 # Package data this module reads (sentrepro.codedeps adds it to the code of every rule importing us).
 PACKAGE_DATA = ("reported.yaml",)
 REPORTED_PATH = Path(__file__).resolve().parent / PACKAGE_DATA[0]
@@ -78,15 +76,9 @@ def validate_reported(data: dict, path: Path = REPORTED_PATH) -> dict:
     return data
 
 
-@functools.lru_cache(maxsize=4)
-def _load(path: str) -> dict:
-    with open(path, encoding="utf-8") as handle:
-        return validate_reported(yaml.safe_load(handle), Path(path))
-
-
 def load_reported(path: Path = REPORTED_PATH) -> dict:
     """All entries of reported.yaml, validated (cached per path)."""
-    return _load(str(path))
+    return read_validated_yaml(str(path), validate_reported)
 
 
 ENTRY_REFERENCE = re.compile(r"^([A-Za-z0-9_]+):(.+)$")

@@ -9,13 +9,11 @@ package).
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
+from sentrepro.fsutil import read_validated_yaml
 from sentrepro.stats import DIRECTIONS
 from sentrepro.tables.spec import SpecError, load_spec
 
@@ -129,15 +127,9 @@ def validate_claims(data: dict, path: Path = CLAIMS_PATH) -> dict:
     return data
 
 
-@functools.lru_cache(maxsize=4)
-def _load(path: str) -> dict:
-    with open(path, encoding="utf-8") as handle:
-        return validate_claims(yaml.safe_load(handle), Path(path))
-
-
 def load_claims(path: Path = CLAIMS_PATH) -> dict:
     """claims.yaml, validated (cached per path)."""
-    return _load(str(path))
+    return read_validated_yaml(str(path), validate_claims)
 
 
 def claim_tables(data: dict) -> list[str]:
