@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sentrepro.fsutil import read_validated_yaml
+
 # Package data this module reads (sentrepro.codedeps adds it to the code of every rule importing us).
 PACKAGE_DATA = ("reported.yaml",)
 REPORTED_PATH = Path(__file__).resolve().parent / PACKAGE_DATA[0]
