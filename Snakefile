@@ -19,7 +19,7 @@ include: "workflow/rules/tokenize.smk"
 include: "workflow/rules/views.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"
-include: "workflow/rules/suites.smk"
+include: "workflow/rules/figures.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/verdicts.smk"
 

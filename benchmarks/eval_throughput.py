@@ -39,7 +39,9 @@ from harness import cpu_model  # benchmarks/ is on sys.path when run as a script
 from sentrepro.backbones import load_encoder, load_tokenizer
 from sentrepro.data.sts import read_sick, read_sts_benchmark, read_sts_year
 from sentrepro.evaluation.sts import correlations, cosine_rows
-from sentrepro.evaluation.sts_suite import YEARS, evaluate_sts
+from sentrepro.encoding import encode_sentences
+from sentrepro.evaluation.job import source_root
+from sentrepro.evaluation.sts_suite import YEARS, load_sts_tasks, score_tasks
 from sentrepro.methods import build_method
 from sentrepro.runner import stsb_dev_scorer
 
@@ -135,7 +137,12 @@ def measure_sts_suite(method, model, senteval: Path, tasks: list[str], manifest:
     rows = [row(f"STS suite {'+'.join(tasks)}, BEFORE (all splits, no dedup)", seconds, encoded, effective)]
     cfg = {"variant": "senteval", "tasks": tasks, "sts_dir": "STS", "stsb_dir": "STS/STSBenchmark",
            "sick_dir": "SICK", "batch_size": SENTEVAL_BATCH}
-    seconds, _ = timed(lambda: evaluate_sts(method, model, manifest, cfg))  # (results, files, encoded)
+    def after():  # what the STS suite does (sts_suite.run_sts), without the job's loading and writing
+        tasks, _ = load_sts_tasks(source_root(manifest), cfg)
+        return score_tasks(tasks, lambda sentences: encode_sentences(method, model, sentences, purpose="test",
+                                                                     batch_size=SENTEVAL_BATCH))
+
+    seconds, _ = timed(after)
     distinct = len(_distinct_test_sentences(senteval, tasks))
     rows.append(row(f"STS suite {'+'.join(tasks)}, AFTER (test splits, one dedup sorted pass)", seconds, distinct,
                     effective))
@@ -153,7 +160,7 @@ def _distinct_test_sentences(senteval: Path, tasks: list[str]) -> set[str]:
 
 
 def fake_manifest(senteval: Path, workdir: Path) -> Path:
-    """``evaluate_sts`` reads ``<manifest dir>/files/``: point a throw-away manifest at the SentEval tree."""
+    """The STS suite reads ``<manifest dir>/files/``: point a throw-away manifest at the SentEval tree."""
     workdir.mkdir(parents=True, exist_ok=True)
     files = workdir / "files"
     if not files.exists():

@@ -147,7 +147,7 @@ def text_corpora(workdir: Path, tokenizer, corpus: Path) -> dict:
 
 
 def spec_for(name: str, args, model_dir: Path, corpora: dict, **overrides) -> dict:
-    from sentrepro.methods import kind_training_corpus
+    from sentrepro import registry
 
     recipe = config_recipe(name)
     warmup, windows, steps = SCHEDULE["tiny" if args.tiny else "gpu"]

@@ -40,12 +40,13 @@ except ImportError:  # pragma: no cover - depends on the machine
 
 import torch  # noqa: E402
 
+from sentrepro import registry  # noqa: E402
 from sentrepro.train import TrainSettings, batch_indices, build_optimization, device_batch, optimizer_step  # noqa: E402
 
 SHARED_DATA = Path(os.environ.get("SENTREPRO_SHARED_DATA", REPO.parent / "shared" / "data"))
 WIKI_FILE = "wiki/wiki1m_for_simcse.first1280000bytes.txt"
-# config.yaml method names of the trainable kinds (both MoCoUTRL protocols)
-TRAINABLE = ("simcse", "promptbert", "optiprompt", "esimcse", "conpvp", "mocoutrl", "mocoutrl-released")
+# config.yaml methods timed: each trained kind's recipes (registry.yaml `benchmark`: both MoCoUTRL protocols)
+TRAINABLE = tuple(registry.benchmark_methods())
 ADJECTIVE_SWAPS = (("good", "fine", "bad"), ("old", "ancient", "new"), ("large", "big", "small"),
                    ("early", "premature", "late"), ("happy", "glad", "sad"), ("warm", "hot", "cold"))
 

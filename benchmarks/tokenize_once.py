@@ -48,8 +48,9 @@ def timed(function, repeats: int) -> list[float]:
 
 def matrix_counts(config_path: Path) -> dict:
     """Trained runs of the paper matrix per (tokenizer, training corpus), and per (kind, tokenizer)."""
-    from sentrepro.config import load_config, runs
-    from sentrepro.methods import kind_training_corpus
+    from sentrepro.config import load_config
+    from sentrepro.core import runs
+    from sentrepro import registry
 
     config = load_config(config_path)
     per_cache: Counter = Counter()
@@ -59,7 +60,7 @@ def matrix_counts(config_path: Path) -> dict:
             continue  # frozen baselines: no training corpus
         kind = config["methods"][run.method]["kind"]
         tokenizer = config["backbones"][run.backbone]["tokenizer"]
-        per_cache[(tokenizer, kind_training_corpus(kind))] += 1
+        per_cache[(tokenizer, registry.method(kind)).training_corpus] += 1
         per_kind[(kind, tokenizer)] += 1
     return {"per_cache": per_cache, "per_kind": per_kind}
 

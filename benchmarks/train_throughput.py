@@ -57,7 +57,7 @@ def prepare(workdir: Path, corpus: Path | None) -> dict:
 
 
 def worker_spec(prepared: dict, model: str, name: str, args, **overrides) -> dict:
-    from sentrepro.methods import kind_training_corpus
+    from sentrepro import registry
 
     recipe = without_mlm_head(config_recipe(name))
     if model == "tiny" and recipe["params"].get("max_seq_length", 0) > TINY_MAX_LENGTH:  # MoCoUTRL's 200

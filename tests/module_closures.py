@@ -18,6 +18,8 @@ import tempfile
 import textwrap
 from pathlib import Path
 
+import yaml
+
 REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src"
 PACKAGE = SRC / "sentrepro"
@@ -28,16 +30,28 @@ def rule_entries(rules_dir: Path = REPO / "workflow" / "rules") -> dict[str, str
     entries = {}
     for path in sorted(rules_dir.glob("*.smk")):
         text = path.read_text(encoding="utf-8")
-        for match in re.finditer(r"^rule (\w+):\n(.*?)(?=^\S|\Z)", text, re.S | re.M):
-            body = match.group(2)
+        # `rule name:` at the top level, or an anonymous `rule:` inside a loop naming itself with `name:`
+        for match in re.finditer(r"^([ \t]*)rule ?(\w*):\n(.*?)(?=^\1\S|\Z)", text, re.S | re.M):
+            body = match.group(3)
             shell = body.split("shell:", 1)[-1]
             cli = re.search(r'["\s;](?:[A-Z_]+=\S+ )*sentrepro ([a-z][a-z-]*)', shell)  # after env settings
             module = re.search(r'"python -m (sentrepro[\w.]*)', shell)
-            if cli:
-                entries[match.group(1)] = f"cli:{cli.group(1)}"
-            elif module:
-                entries[match.group(1)] = module.group(1)
+            entry = f"cli:{cli.group(1)}" if cli else module.group(1) if module else None
+            if entry is None:
+                continue
+            for name in _rule_names(match.group(2), body):
+                entries[name] = entry
     return entries
+
+
+def _rule_names(name: str, body: str) -> list[str]:
+    """The rule's name, or the names a loop's `name: f"evaluate_{_suite}"` takes: one per suite of the
+    registry file (read here with yaml, not through sentrepro.registry)."""
+    if name:
+        return [name]
+    template = re.search(r'name:\s*f"([^"]+)"', body).group(1)
+    suites = yaml.safe_load((PACKAGE / "registry.yaml").read_text(encoding="utf-8"))["suites"]
+    return [template.replace("{_suite}", suite) for suite in suites]
 
 
 def cli_commands() -> dict:

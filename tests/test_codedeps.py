@@ -54,7 +54,7 @@ def test_every_package_data_file_is_declared_by_a_module():
 def test_every_rule_file_entry_is_found_and_matches_shell_entry():
     entries = rule_entries()
     assert entries["train"] == "cli:train" and entries["build_views"] == "sentrepro.data.views"
-    assert {"download", "tokenize", "evaluate_sts", "evaluate_suite", "analyse", "figure", "table"} <= set(entries)
+    assert {"download", "tokenize", "evaluate_sts", "evaluate_transfer", "evaluate_cosine_gold", "figure", "table"} <= set(entries)
 
 
 def test_shell_entry():
@@ -87,10 +87,11 @@ def test_comments_and_docstrings_change_nothing_but_behaviour_does(package_copy)
     before = codedeps.code_record(["cli:train"])
     runner = package_copy / "runner.py"
     text = runner.read_text()
-    edited = text.replace('"""The steps behind', '"""A new docstring. The steps behind', 1)
-    edited = edited.replace("def pick_device() -> str:\n", "def pick_device() -> str:\n    # a comment\n"
-                            "    \"\"\"A docstring added.\"\"\"\n", 1)
-    assert edited != text
+    edited = text.replace('"""The step behind', '"""A new docstring. The step behind', 1)
+    signature = "    def score(model: SentenceModel) -> float:\n"  # a function without a docstring
+    assert signature in edited
+    edited = edited.replace(signature, signature + "        # a comment\n        \"\"\"A docstring added.\"\"\"\n", 1)
+    assert edited.count("A docstring added") == 1 and edited.count("A new docstring") == 1
     runner.write_text(edited + "\n# a trailing comment\n")
     codedeps.file_fingerprint.cache_clear()
     codedeps._record.cache_clear()
@@ -130,21 +131,12 @@ def test_an_import_added_inside_a_function_joins_the_closure(package_copy):
     assert "sentrepro.templates" in codedeps.module_closure(("cli:figure",))
 
 
-def test_the_legacy_code_fingerprint_takes_each_listed_module_as_an_entry():
-    from sentrepro.config import code_fingerprint
-
-    closure = codedeps.closure_files(["sentrepro.data.views"])
-    expected = codedeps.combine({rel: codedeps.file_fingerprint(rel) for rel in closure})
-    assert code_fingerprint(["data/views.py"]) == expected
-    with pytest.raises(codedeps.CodeDepsError, match="no module src.sentrepro.no.such.py"):
-        code_fingerprint(["no/such.py"])
-
-
 def test_a_method_job_covers_its_own_method_module_only():
     """The method registry imports method modules on demand: a training job's code is the command's
     closure plus its own method's module (and what that imports), so editing ConPVP reruns ConPVP only."""
+    from sentrepro import registry
     from sentrepro.codedeps import closure_files
-    from sentrepro.methods import REGISTRY, method_class, method_entry
+    from sentrepro.methods import method_class, method_entry
 
     command = set(closure_files(["cli:train"]))
     assert not any(f.startswith("methods/") and f not in ("methods/__init__.py", "methods/base.py") for f in command)
@@ -152,5 +144,18 @@ def test_a_method_job_covers_its_own_method_module_only():
     assert "methods/simcse.py" in simcse and "methods/conpvp.py" not in simcse
     esimcse = set(closure_files(["cli:evaluate", method_entry("esimcse")]))
     assert {"methods/esimcse.py", "methods/simcse.py"} <= esimcse  # ESimCSE builds on SimCSE's module
-    for kind in REGISTRY:
+    for kind in registry.methods():
         assert method_class(kind).kind == kind
+
+
+def test_an_evaluation_job_covers_its_own_suite_module_only():
+    """Suites are imported on demand too: an STS job's code holds the STS suite's module, not clustering's."""
+    from sentrepro import registry
+    from sentrepro.codedeps import closure_files
+
+    command = set(closure_files(["cli:evaluate"]))
+    assert "evaluation/sts_suite.py" not in command and "evaluation/suites.py" not in command
+    sts = set(closure_files(registry.job_entries("cli:evaluate", "simcse", "sts")))
+    assert "evaluation/sts_suite.py" in sts and "methods/simcse.py" in sts and "evaluation/suites.py" not in sts
+    clustering = set(closure_files(registry.job_entries("cli:evaluate", "frozen", "clustering")))
+    assert "evaluation/suites.py" in clustering and "evaluation/sts_suite.py" not in clustering

@@ -11,7 +11,8 @@ import sentrepro.encoding as encoding
 from sentrepro.backbones import load_encoder, load_tokenizer
 from sentrepro.data.sts import read_sts_benchmark
 from sentrepro.methods import build_method
-from sentrepro.runner import dev_scoring_precision, resolve_precision, stsb_dev_scorer
+from sentrepro.evaluation.job import resolve_precision
+from sentrepro.runner import dev_scoring_precision, stsb_dev_scorer
 
 
 def test_dev_scoring_precision_option():

@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sentrepro.config import ConfigError, load_config, runs, validate
+from sentrepro.config import ConfigError, load_config, validate
+from sentrepro.core import runs
 from sentrepro.evaluation import plan
 from sentrepro.evaluation.subsets import SubsetLog, subset_rows
 

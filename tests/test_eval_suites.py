@@ -11,9 +11,9 @@ import torch
 
 from sentrepro.encoding import encode_sentences
 from sentrepro.evaluation.fewshot import evaluate_fewshot, evaluate_fewshot_cv_task
-from sentrepro.evaluation.suites import read_transfer_task, resolve_device, run_suite, truncate_to_tokens
+from sentrepro.evaluation.job import load_for_eval, resolve_device, run_suite
+from sentrepro.evaluation.suites import read_transfer_task, truncate_to_tokens
 from sentrepro.evaluation.transfer import mrpc_features
-from sentrepro.runner import load_for_eval
 
 WORDS = {0: ["dull", "boring", "awful", "tedious", "flat"], 1: ["great", "moving", "funny", "fresh", "brilliant"]}
 TREC = {"ABBR": "what does {} stand for ?", "DESC": "why is the {} blue ?", "HUM": "who invented the {} ?",

@@ -16,11 +16,13 @@ from pathlib import Path
 
 import pytest
 
+from sentrepro import registry
+
 pytestmark = pytest.mark.heavy  # runs the GPU check script on every trainable method (CPU, tiny)
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "benchmarks" / "gpu_check.py"
-TRAINABLE = ["simcse", "promptbert", "optiprompt", "esimcse", "conpvp", "mocoutrl", "mocoutrl-released"]
+TRAINABLE = registry.benchmark_methods()  # the registry's benchmark recipes of every trained kind
 PEAK = 989.0
 BATCH = 16
 # tiny shape: hidden 32, FFN 64, 2 layers -> per layer: Q, K, V, O (32x32 + 32 each), two LayerNorms (2 x 64),

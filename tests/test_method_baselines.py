@@ -9,9 +9,11 @@ import pytest
 import torch
 
 from sentrepro.backbones import load_encoder, load_tokenizer, pool_first_last
-from sentrepro.config import Run, load_config, runs
+from sentrepro.config import load_config
+from sentrepro.core import Run, runs
 from sentrepro.encoding import encode_sentences
-from sentrepro.methods import build_method, kind_trains
+from sentrepro import registry
+from sentrepro.methods import build_method
 from sentrepro.methods.baselines import (
     FREQUENT_TOKENS,
     is_punctuation,
@@ -40,9 +42,9 @@ def make(tiny_models, kind, params, family="bert"):
 
 def test_baselines_are_not_trained_and_get_one_run_each():
     for kind in ("manual_prompt", "whitening", "static_token_avg", "frozen"):
-        assert not kind_trains(kind)
+        assert not registry.method(kind).trains
     for kind in ("promptbert", "optiprompt", "esimcse", "simcse"):
-        assert kind_trains(kind)
+        assert registry.method(kind).trains
     matrix = runs(load_config(REPO / "config.yaml"))
     assert Run("bert-base", "manual-prompt", None) in matrix
     assert Run("roberta-base", "whitening", None) in matrix

@@ -37,6 +37,8 @@ from typing import Callable
 import pytest
 import torch
 
+from benchmarks.harness import config_recipe, without_mlm_head
+from sentrepro import registry
 from sentrepro.backbones import load_encoder, load_tokenizer
 from sentrepro.methods import build_method
 from sentrepro.optim import build_optimizer, build_schedule
@@ -50,22 +52,18 @@ STEPS = 3
 BATCH = 8
 CPU = torch.device("cpu")
 
-# name -> (kind, params, optimizer, lr, max_grad_norm): every trainable kind, both MoCoUTRL protocols,
-# with the configs' optimizers and learning rates
-RECIPES = {
-    "simcse": ("simcse", {"max_seq_length": 32, "temperature": 0.05, "mlp_only_train": True},
-               "hf-adamw-4.2.1", 3e-5, 1.0),
-    "promptbert": ("promptbert", {"max_seq_length": 32, "temperature": 0.05}, "hf-adamw-4.2.1", 1e-5, 1.0),
-    "optiprompt": ("optiprompt", {"max_seq_length": 32, "temperature": 0.05, "mlp": "linear-tanh"},
-                   "hf-adamw-4.2.1", 3e-5, 1.0),
-    "esimcse": ("esimcse", {"max_seq_length": 32, "temperature": 0.05, "dup_rate": 0.32, "neg_size": 12,
-                            "momentum": 0.995, "mlp_only_train": True}, "hf-adamw-4.2.1", 3e-5, 1.0),
-    "conpvp": ("conpvp", {"max_seq_length": 32, "temperature": 0.05, "prompt_len": 4}, "hf-adamw-4.2.1", 3e-5, 1.0),
-    "mocoutrl": ("mocoutrl", {"temperature": 0.07, "alpha": 0.5, "momentum": 0.999, "max_seq_length": 48,
-                              "token_l2_norm": True}, "torch-adamw", 1e-6, None),
-    "mocoutrl-released": ("mocoutrl", {"protocol": "released-code", "temperature": 0.07, "alpha": 0.5,
-                                       "momentum": 0.999, "max_seq_length": 48}, "torch-adamw", 1e-6, None),
-}
+# name -> (kind, params, optimizer, lr, max_grad_norm): every trained kind's benchmark recipes of the registry
+# (both MoCoUTRL protocols), as config.yaml trains them on bert-base, cut to the tiny models' sizes
+TINY_CAPS = {"max_seq_length": 48, "neg_size": 12}  # sequence length; ESimCSE's queue (longer than the batches)
+
+
+def _recipe(name: str) -> tuple:
+    recipe = without_mlm_head(config_recipe(name))  # the tiny BERT has no MLM head for OptiPrompt's MLP
+    params = {k: min(v, TINY_CAPS[k]) if k in TINY_CAPS else v for k, v in recipe["params"].items()}
+    return recipe["kind"], params, params["optimizer"], params["lr"], params["max_grad_norm"]
+
+
+RECIPES = {name: _recipe(name) for name in registry.benchmark_methods()}
 # OptiPrompt is a BERT recipe (its manual template is defined for BERT only)
 CASES = [(name, family) for name in RECIPES for family in ("bert", "roberta")
          if not (name == "optiprompt" and family == "roberta")]
@@ -115,9 +113,9 @@ def make(tiny_models, name: str, family: str, attention: str = "eager", dtype=to
 
 
 def settings_for(name: str) -> TrainSettings:
-    _, _, optimizer, lr, clip = RECIPES[name]
+    _, params, optimizer, lr, clip = RECIPES[name]
     return TrainSettings(batch_size=BATCH, lr=lr, max_steps=STEPS, optimizer=optimizer, max_grad_norm=clip,
-                         schedule="constant" if name.startswith("mocoutrl") else "linear")
+                         schedule=params.get("schedule", "linear"))
 
 
 Build = Callable[[torch.dtype], tuple]  # dtype -> (method, model, Optimization or None)

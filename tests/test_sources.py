@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from sentrepro.config import ConfigError, load_config, source_slice
+from sentrepro.config import ConfigError, load_config
+from sentrepro.core import source_slice
 from sentrepro.data.download import ChecksumMismatch
 from sentrepro.data.prepare import download, first_use_record, prepare, source_files
 from sentrepro.data.sources import SourceError, join_url, resolve_url

@@ -456,7 +456,7 @@ def test_cells_from_stale_code_are_named_in_the_caption(tmp_path):
     record = code_record(["cli:evaluate"])
     stale = json.loads(json.dumps(record))
     stale["fingerprint"] = "0" * 16
-    stale["modules"]["runner.py"] = "1" * 16
+    stale["modules"]["evaluation/job.py"] = "1" * 16
     path = write_metrics(tmp_path, "bert-base", "simcse", 1, "sts", sts_results([70.0] * 7))
     payload = json.loads(path.read_text())
     payload["provenance"]["code_fingerprint"] = stale
@@ -465,7 +465,7 @@ def test_cells_from_stale_code_are_named_in_the_caption(tmp_path):
     assert list(result.stale) == [str(path)]
     text = to_markdown(result, caption_paragraphs(result, "", "x", "mini.csv"))
     assert "STALE: cells of this table come from outputs written by code that has changed since" in text
-    assert f"runner.py: {'1' * 16} -> {record['modules']['runner.py']}" in text
+    assert f"evaluation/job.py: {'1' * 16} -> {record['modules']['evaluation/job.py']}" in text
     payload["provenance"]["code_fingerprint"] = record  # today's code: nothing stale
     path.write_text(json.dumps(payload))
     assert not build_table(full_spec(tmp_path), [path], {}).stale

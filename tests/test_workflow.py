@@ -240,18 +240,20 @@ def test_report_command_builds_a_self_contained_report_with_every_table(finished
 # --- code fingerprints: which edits rerun what; a moved project; stale cells in the audit ----------
 
 
-def _job_graph(workdir, repo) -> tuple[dict[str, str], dict[str, set[str]], dict[str, str]]:
-    """Job id -> rule, job id -> the jobs consuming its outputs, and job id -> its ``method`` wildcard
-    (jobs that run one method), from `snakemake --dag` (DOT; a node's label lists its wildcards)."""
+def _job_graph(workdir, repo) -> tuple[dict[str, str], dict[str, set[str]], dict[str, str], dict[str, str]]:
+    """Job id -> rule, job id -> the jobs consuming its outputs, job id -> its ``method`` wildcard (jobs
+    that run one method) and job id -> its ``figure`` wildcard, from `snakemake --dag` (DOT; a node's
+    label lists its wildcards)."""
     dot = snakemake(workdir, "--dag", "--forceall", repo=repo).stdout
     labels = dict(re.findall(r'^\s*(\d+)\[label = "([^"]*)"', dot, re.M))
     rules = {job: re.match(r"\w+", label).group(0) for job, label in labels.items()}
     methods = {job: m.group(1) for job, label in labels.items() if (m := re.search(r"method: ([^\\\s]+)", label))}
+    figures = {job: m.group(1) for job, label in labels.items() if (m := re.search(r"figure: ([^\\\s]+)", label))}
     consumers: dict[str, set[str]] = {job: set() for job in rules}
     for source, target in re.findall(r"^\s*(\d+) -> (\d+)", dot, re.M):
         consumers[source].add(target)
     assert rules and any(consumers.values()) and methods, dot
-    return rules, consumers, methods
+    return rules, consumers, methods, figures
 
 
 def _downstream(start: set[str], jobs: dict[str, str], consumers: dict[str, set[str]]) -> set[str]:
@@ -272,6 +274,12 @@ def _kind_modules(package: Path) -> dict[str, str]:
         for kind in re.findall(r'^    kind = "(\w+)"', path.read_text(encoding="utf-8"), re.M):
             found[kind] = f"sentrepro.methods.{path.stem}"
     return found
+
+
+def _registry_modules(package: Path, section: str) -> dict[str, str]:
+    """Suite (or figure) -> the module of its implementation, read from registry.yaml with yaml alone."""
+    entries = yaml.safe_load((package / "registry.yaml").read_text(encoding="utf-8"))[section]
+    return {name: entry["implementation"].split(":")[0] for name, entry in entries.items()}
 
 
 def _behaviour_change(path) -> str:
@@ -297,8 +305,9 @@ def test_a_moved_project_plans_nothing_and_each_module_edit_reruns_the_rules_tha
 
     # which job's code uses which file, computed without sentrepro.codedeps (see tests/module_closures.py):
     # a rule's entry point, plus, for a job of one method, the module defining the method's kind (the
-    # registry imports it on demand, so an edit of one method's module reruns that method's jobs only)
-    jobs, consumers, job_methods = _job_graph(workdir, repo)
+    # registry imports it on demand, so an edit of one method's module reruns that method's jobs only), and
+    # likewise the module of an evaluation job's suite and of a figure job's figure
+    jobs, consumers, job_methods, job_figures = _job_graph(workdir, repo)
     package = repo / "src" / "sentrepro"
     in_run = set(jobs.values()) - {"all"}
     rule_closures = {rule: {module_file(m) for m in entry_closure(entry, tmp_path)}
@@ -311,12 +320,19 @@ def test_a_moved_project_plans_nothing_and_each_module_edit_reruns_the_rules_tha
         return (overlay["methods"].get(method) or {}).get("kind") or base_methods[method]["kind"]
 
     kind_modules = _kind_modules(package)
+    suite_modules, figure_modules = _registry_modules(package, "suites"), _registry_modules(package, "figures")
     closures = {}
     for job, rule in jobs.items():
         if rule in rule_closures:
             closures[job] = set(rule_closures[rule])
+            extra = []  # the modules the registry imports on demand for this job
             if job in job_methods:
-                module = kind_modules[kind_of(job_methods[job])]
+                extra.append(kind_modules[kind_of(job_methods[job])])
+            if rule.startswith("evaluate_"):
+                extra.append(suite_modules[rule.removeprefix("evaluate_")])
+            if job in job_figures:
+                extra.append(figure_modules[job_figures[job]])
+            for module in extra:
                 closures[job] |= {module_file(m) for m in entry_closure(module, tmp_path)}
 
     def users(rel: str) -> set[str]:

@@ -14,16 +14,19 @@ import numpy as np
 import pytest
 import yaml
 
-from sentrepro.config import deep_merge
+from sentrepro.core import deep_merge
 from sentrepro.data.clustering import CLUSTERING_SETS
 from sentrepro.data.fixtures.wos import DOCS_PER_VERSION
-from sentrepro.evaluation.plan import FIGURES, SUITES
+from sentrepro import registry
 from tests.workflow_helpers import planned_jobs, snakemake, tiny_overlay, write_overlay
 
 pytestmark = pytest.mark.slow
 
 EXP = "wfsuites"
 RUNS = ("tiny-bert/simcse/seed1", "tiny-bert/frozen-avg/frozen")
+# every suite of the registry scoring a run's model (the step-0 suite needs no second test), every figure
+SUITES = [name for name, entry in registry.suites().items() if entry.model == "checkpoint"]
+FIGURES = list(registry.figures())
 PROTOCOL_SUITES = ("transfer", "fewshot", "clustering", "wos")  # on the trained run only (fewer jobs)
 ONLY_SIMCSE = {"backbones": ["tiny-bert"], "methods": ["simcse"]}
 TRANSFER_TASKS = ["MR", "CR", "SUBJ", "MPQA", "SST2", "TREC", "MRPC"]
@@ -75,8 +78,6 @@ def test_every_suite_writes_one_metrics_file_per_run_with_provenance(suites_run)
             roles = {entry["role"] for entry in provenance["inputs"]}
             assert all(len(entry["sha256"]) == 64 for entry in provenance["inputs"])
             assert ("training summary" in roles) == (method == "simcse"), (run, suite, roles)
-            if suite == "sts":
-                continue
             assert provenance["step"] == f"evaluate_{suite}" and payload["aggregation"]
             assert payload["encoded_sentences"] > 0
             assert all(isinstance(v["reported"], (int, float)) for k, v in payload["results"].items()
@@ -176,9 +177,10 @@ def test_nothing_to_do_after_a_run_and_a_suite_setting_reruns_only_that_suite(su
     changed.write_text(yaml.safe_dump(overlay, sort_keys=False))
     jobs = planned_jobs(snakemake(suites_run, "-n", overlay=changed))
     # the one clustering job, and the tables (and verdicts) that read clustering results; no training, no other suite
-    assert jobs["evaluate_suite"] == 1 and set(jobs) <= {"evaluate_suite", "table", "verdicts", "all"}, jobs
+    assert jobs["evaluate_clustering"] == 1 and set(jobs) <= {"evaluate_clustering", "table", "verdicts", "all"}, jobs
     overlay["evaluation"]["clustering"]["seeds"] = [0, 1]
     overlay["evaluation"]["tsne"]["perplexity"] = 12
     changed.write_text(yaml.safe_dump(overlay, sort_keys=False))
     jobs = planned_jobs(snakemake(suites_run, "-n", overlay=changed))
-    assert jobs["analyse"] == 2 and jobs["figure"] == 1 and set(jobs) <= {"analyse", "figure", "table", "all"}, jobs
+    assert jobs["evaluate_tsne"] == 2 and jobs["figure"] == 1 and set(jobs) <= {"evaluate_tsne", "figure", "table",
+                                                                                "all"}, jobs

@@ -20,7 +20,8 @@ def _spec(text: str) -> dict:
 
 
 def cmd_check_config(args) -> int:
-    from sentrepro.config import ConfigError, load_config, runs
+    from sentrepro.config import ConfigError, load_config
+    from sentrepro.core import runs
 
     try:
         config = load_config(*args.configfiles)
@@ -153,7 +154,7 @@ def cmd_train(args) -> int:
     from sentrepro.progress import StepProgress
     from sentrepro.runner import run_training
 
-    _record_method_code(args)
+    _record_job_code(args)
     spec = _spec(args.spec)
     run_dir = Path(args.run_dir)
     # runs/<backbone>/<method>/<run>: name the run as the workflow does
@@ -170,24 +171,14 @@ def cmd_train(args) -> int:
 
 
 def cmd_evaluate(args) -> int:
-    from sentrepro.evaluation.plan import SUITES
+    from sentrepro import registry
+    from sentrepro.evaluation.job import run_suite
 
-    if args.suite not in SUITES:
-        raise SystemExit(f"sentrepro evaluate: unknown suite '{args.suite}' (known: {', '.join(SUITES)})")
-    _record_method_code(args)
-    run_dir = Path(args.run_dir) if args.run_dir else None
-    if args.suite == "sts":
-        from sentrepro.runner import run_sts_evaluation
-
-        payload = run_sts_evaluation(_spec(args.spec), run_dir, Path(args.data_manifest), Path(args.out),
-                                     model_manifest=args.model_manifest or None, at_start=args.at_start)
-    elif args.at_start:
-        raise SystemExit("--at-start applies to the sts suite only")
-    else:
-        from sentrepro.evaluation.suites import run_suite
-
-        payload = run_suite(args.suite, _spec(args.spec), run_dir, Path(args.data_manifest), Path(args.out),
-                            model_manifest=args.model_manifest or None)
+    if args.suite not in registry.suites():
+        raise SystemExit(f"sentrepro evaluate: unknown suite '{args.suite}' (known: {', '.join(registry.suites())})")
+    _record_job_code(args, suite=args.suite)
+    payload = run_suite(args.suite, _spec(args.spec), Path(args.run_dir) if args.run_dir else None,
+                        Path(args.data_manifest), Path(args.out), model_manifest=args.model_manifest or None)
     scores = ", ".join(f"{k} {v['reported']:.2f}" for k, v in payload["results"].items()
                        if isinstance(v.get("reported"), (int, float)))
     print(f"{args.suite}: {scores}")
@@ -195,7 +186,12 @@ def cmd_evaluate(args) -> int:
 
 
 def cmd_figure(args) -> int:
+    from sentrepro import registry
+    from sentrepro.codedeps import set_running_entry
     from sentrepro.evaluation.figures import draw_figure
+
+    # the figure's drawing function is imported by the registry on demand: record its module too
+    set_running_entry(["cli:figure", registry.implementation_module(registry.figure(args.name).implementation)])
 
     record = draw_figure(args.name, [Path(p) for p in args.metrics], Path(args.out_prefix), _spec(args.spec))
     print(f"figure {args.name}: {len(record['runs'])} runs -> {args.out_prefix}.png/.pdf")
@@ -354,19 +350,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("evaluate", help="evaluate a run (or a frozen backbone) on a suite")
-    p.add_argument("suite", help="an evaluation suite (sentrepro.evaluation.plan.SUITES)")
+    p.add_argument("suite", help="an evaluation suite of src/sentrepro/registry.yaml")
     p.add_argument("--spec", required=True)
     p.add_argument("--run-dir", default="")
     p.add_argument("--data-manifest", "--data", dest="data_manifest", required=True,
                    help="the data source's MANIFEST.json (for anisotropy: the training corpus sentences file)")
     p.add_argument("--out", required=True)
-    p.add_argument("--model-manifest", default="", help="the backbone's MANIFEST.json (rule fetch_model); frozen backbones only")
-    p.add_argument("--at-start", action="store_true",
-                   help="sts only: score the untrained model a run starts from (step 0) instead of its best checkpoint")
+    p.add_argument("--model-manifest", default="",
+                   help="the backbone's MANIFEST.json (rule fetch_model): frozen backbones and step-0 suites")
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("figure", help="draw a paper figure (PNG + PDF) from one suite's metrics files")
-    p.add_argument("name", help="a figure (sentrepro.evaluation.plan.FIGURES)")
+    p.add_argument("name", help="a figure of src/sentrepro/registry.yaml")
     p.add_argument("--spec", required=True, help="figure context as JSON")
     p.add_argument("--out-prefix", required=True)
     p.add_argument("--metrics", nargs="+", required=True, help="metrics JSON files of the figure's suite")
@@ -418,16 +413,17 @@ def main(argv: list[str] | None = None) -> int:
     return args.func(args)
 
 
-def _record_method_code(args) -> None:
-    """A job of one method runs ``cli:<command>`` plus that method's module, which the method registry
-    imports on demand (sentrepro.methods): provenance records both, as the rule's params.code does."""
+def _record_job_code(args, suite: str | None = None) -> None:
+    """A job of one method (and one suite) runs ``cli:<command>`` plus the modules the registry imports on
+    demand for it: that method's module (and that suite's). Provenance records them all, as the rule's
+    params.code does (``job_code`` in workflow/rules/common.smk)."""
+    from sentrepro import registry
     from sentrepro.codedeps import set_running_entry
-    from sentrepro.methods import method_entry
 
     method = _spec(args.spec).get("method")
     if not (isinstance(method, dict) and method.get("kind")):
         raise SystemExit(f"sentrepro {args.command}: --spec has no method.kind")
-    set_running_entry([f"cli:{args.command}", method_entry(method["kind"])])
+    set_running_entry(registry.job_entries(f"cli:{args.command}", method["kind"], suite))
 
 
 if __name__ == "__main__":  # pragma: no cover

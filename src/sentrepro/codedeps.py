@@ -327,26 +327,6 @@ def rule_code(entries: str | Iterable[str]) -> str:
     return code_record([entries] if isinstance(entries, str) else entries)["fingerprint"]
 
 
-def paths_fingerprint(paths: Iterable[str]) -> str:
-    """The fingerprint behind the superseded ``config.code_fingerprint`` (hand-kept lists of paths
-    relative to the package): a ``.py`` path is taken as an entry module, a directory as all modules
-    under it, any other file as a data file; the closure is fingerprinted like :func:`rule_code`."""
-    entries: set[str] = set()
-    data: set[str] = set()
-    for rel in paths:
-        path = PACKAGE_DIR / rel
-        if path.is_dir():
-            entries.update(module_name(p.relative_to(PACKAGE_DIR).as_posix()) for p in path.rglob("*.py"))
-        elif rel.endswith(".py"):
-            entries.add(module_name(rel))
-        elif path.is_file():
-            data.add(rel)
-        else:
-            raise CodeDepsError(f"src/{PACKAGE}/{rel} does not exist")
-    files = set(closure_files(entries)) | data
-    return combine({rel: file_fingerprint(rel) for rel in files})
-
-
 def compare(recorded: dict) -> list[str]:
     """How a recorded ``code_fingerprint`` differs from today's code of the same entries: one line per
     module changed, added or removed (empty when the fingerprint still matches)."""

@@ -1,57 +1,27 @@
-"""Configuration: load, validate against the schema, and cut it into the slices each rule depends on.
+"""Configuration: load config files, validate them against the schema (with the registry's parts filled
+in) and the cross references, and fill the schema's defaults.
 
-Rules receive only the slice they use (``params`` in Snakemake), so editing one method's learning
-rate changes only that method's training slice and reruns only its jobs.
+The slices each rule depends on are cut by :mod:`sentrepro.core` (the bottom layer, which this module
+and the evaluation plan both import): rules receive only the slice they use (``params`` in
+Snakemake), so editing one method's learning rate reruns only that method's jobs.
 """
 
 from __future__ import annotations
 
 import copy
-import json
-from dataclasses import dataclass
+import functools
 from pathlib import Path
-from typing import Any, Iterable
-from urllib.parse import quote
 
 import yaml
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
+from sentrepro import registry
+from sentrepro.core import ConfigError, deep_merge
+from sentrepro.evaluation.plan import check_plan
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "config.schema.yaml"
-
-
-class ConfigError(ValueError):
-    """A configuration value is missing, unknown or of the wrong type; the message names the key."""
-
-
-@dataclass(frozen=True, order=True)
-class Run:
-    """One cell of the matrix: a backbone, a method, and a seed (``None`` for frozen baselines)."""
-
-    backbone: str
-    method: str
-    seed: int | None
-
-    @property
-    def run_id(self) -> str:
-        """Directory name of the run: ``seed42`` or ``frozen``."""
-        return "frozen" if self.seed is None else f"seed{self.seed}"
-
-    @property
-    def path(self) -> str:
-        return f"{self.backbone}/{self.method}/{self.run_id}"
-
-
-def deep_merge(base: dict, overlay: dict) -> dict:
-    """Recursively merge ``overlay`` into a copy of ``base`` (lists and scalars are replaced)."""
-    merged = copy.deepcopy(base)
-    for key, value in overlay.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = deep_merge(merged[key], value)
-        else:
-            merged[key] = copy.deepcopy(value)
-    return merged
 
 
 def load_yaml(path: str | Path) -> dict:
@@ -70,8 +40,28 @@ def load_config(*paths: str | Path) -> dict:
     return validate(config)
 
 
-def _schema() -> dict:
-    return load_yaml(SCHEMA_PATH)
+@functools.lru_cache(maxsize=None)
+def _schema_with_registry() -> dict:
+    schema = load_yaml(SCHEMA_PATH)
+    scheduling = {"runs": {"$ref": "#/$defs/run_filter"}, "resources": {"$ref": "#/$defs/resources"}}
+    fragments = registry.schema_fragments(scheduling)
+    method = schema["properties"]["methods"]["additionalProperties"]
+    method["properties"]["kind"]["enum"] = fragments["kinds"]
+    method["allOf"] = fragments["per_kind"]
+    evaluation = schema["properties"]["evaluation"]["properties"]
+    evaluation["suites"]["items"]["enum"] = fragments["suites"]
+    evaluation["figures"]["items"]["enum"] = fragments["figures"]
+    for name, block in fragments["suite_blocks"].items():
+        if name in evaluation:
+            raise ConfigError(f"{SCHEMA_PATH.name}: evaluation.{name} is defined there and by the registry")
+        evaluation[name] = block
+    return schema
+
+
+def schema() -> dict:
+    """The config schema: workflow/schemas/config.schema.yaml with the registry's parts filled in (method
+    kinds and each kind's params, suite and figure names, each suite's block)."""
+    return copy.deepcopy(_schema_with_registry())
 
 
 def _key_path(error) -> str:
@@ -84,7 +74,7 @@ def validate(config: dict) -> dict:
 
     Raises ConfigError naming the offending key, e.g. ``methods.simcse.params.lerning_rate``.
     """
-    validator = Draft202012Validator(_schema())
+    validator = Draft202012Validator(_schema_with_registry())
     errors = sorted(validator.iter_errors(config), key=lambda e: list(e.absolute_path))
     if errors:
         messages = []
@@ -100,9 +90,7 @@ def validate(config: dict) -> dict:
                 messages.append(f"config key '{key}': {error.message}")
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(messages))
     _check_references(config)
-    from sentrepro.evaluation.plan import check_plan  # suites, figures and their sources/runs filters
-
-    check_plan(config)
+    check_plan(config)  # suites, figures and their sources/runs filters
     return _with_defaults(config)
 
 
@@ -193,129 +181,3 @@ def _with_defaults(config: dict) -> dict:
     return config
 
 
-# --- slices ---------------------------------------------------------------------------------------
-
-
-def runs(config: dict) -> list[Run]:
-    """Every run of the matrix, deduplicated and sorted."""
-    from sentrepro.methods import kind_trains  # torch-heavy; only when runs are listed
-
-    found: set[Run] = set()
-    for block in config["matrix"]:
-        for backbone in block["backbones"]:
-            for method in block["methods"]:
-                if not kind_trains(config["methods"][method]["kind"]):
-                    found.add(Run(backbone, method, None))
-                else:
-                    for seed in block["seeds"]:
-                        found.add(Run(backbone, method, seed))
-    return sorted(found, key=lambda r: (r.backbone, r.method, -1 if r.seed is None else r.seed))
-
-
-def method_params(config: dict, method: str, backbone: str) -> dict:
-    """The method's params with the backbone's overrides applied."""
-    spec = config["methods"][method]
-    return deep_merge(spec["params"], spec.get("per_backbone", {}).get(backbone, {}))
-
-
-def backbone_slice(config: dict, backbone: str) -> dict:
-    spec = dict(config["backbones"][backbone])
-    spec.pop("resources", None)  # scheduling only, never changes results
-    spec.pop("stands_in_for", None)  # labelling only
-    return spec
-
-
-def training_precision(config: dict, method: str) -> str:
-    """``training.precision`` for one method: ``authors`` resolves to what the method's authors trained in
-    (the method class's ``authors_precision``: fp16 AMP, or fp32 for MoCoUTRL); other values apply as given."""
-    requested = config["training"]["precision"]
-    if requested != "authors":
-        return requested
-    from sentrepro.methods import kind_authors_precision, kind_trains  # torch-heavy; only when slices are cut
-
-    kind = config["methods"][method]["kind"]
-    return kind_authors_precision(kind) if kind_trains(kind) else requested  # frozen runs never train
-
-
-def train_slice(config: dict, run: Run) -> dict:
-    """Everything a training job's result depends on (and nothing else).
-
-    The precision is resolved per method (``training_precision``), so the slice names the precision
-    itself: switching ``training.precision`` between ``authors`` and a value equal to some methods'
-    authors' precision reruns only the others.
-    """
-    training = {k: v for k, v in config["training"].items() if k not in ("threads",)}
-    training["precision"] = training_precision(config, run.method)
-    return {
-        "backbone": backbone_slice(config, run.backbone),
-        "method": {"name": run.method, "kind": config["methods"][run.method]["kind"],
-                   "params": method_params(config, run.method, run.backbone)},
-        "seed": run.seed,
-        "training": training,
-        "corpus": corpus_slice(config),
-    }
-
-
-def corpus_slice(config: dict) -> dict:
-    """The corpus section a corpus (and every training on it) depends on: ``line_split`` only matters to
-    the ``lines`` reader, so it is left out for the others (changing it reruns nothing there)."""
-    spec = dict(config["corpus"])
-    if spec["reader"] != "lines":
-        spec.pop("line_split", None)
-    return spec
-
-
-def sts_slice(config: dict) -> dict:
-    return {"batch_size": config["evaluation"]["batch_size"], **config["evaluation"]["sts"]}
-
-
-def source_slice(config: dict, name: str) -> dict:
-    """A data source's spec, with the local mirror applied when configured.
-
-    The mirror replaces the network only: sources with pkg:// or fixture:// URLs are never
-    mirrored. A mirrored directory is staged as is (a multi-file source's pins are still checked
-    against the staged files); a mirrored file keeps the source's format and sha256 pin.
-    """
-    spec = copy.deepcopy(config["data"]["sources"][name])
-    mirror = config["data"].get("mirror")
-    urls = [spec.get("url") or ""] + [entry.get("url") or "" for entry in spec.get("files") or []]
-    if mirror and spec.get("mirror_path") and any(_is_network_url(url) for url in urls):
-        # A relative mirror stays relative (to the working directory) in the rule's params, so a moved
-        # project plans nothing: "file:<relative path>" (file:// URLs are absolute by definition).
-        target = Path(mirror).expanduser() / spec["mirror_path"]
-        if target.is_dir():
-            spec["format"] = "directory"
-        elif not target.is_file():
-            raise ConfigError(f"data.mirror: {target} does not exist (data.sources.{name}.mirror_path is "
-                              f"'{spec['mirror_path']}'); stage source '{name}' there or unset data.mirror")
-        elif spec["format"] == "files":
-            raise ConfigError(f"data.sources.{name}.mirror_path: {target} is a file, but source '{name}' has "
-                              "several files; the mirror must hold them in a directory")
-        spec["url"] = target.as_uri() if target.is_absolute() else "file:" + quote(target.as_posix())
-        spec["mirrored"] = True
-    return spec
-
-
-def _is_network_url(url: str) -> bool:
-    return url.split(":", 1)[0].lower() in ("http", "https")
-
-
-# --- code fingerprints ----------------------------------------------------------------------------
-
-
-def code_fingerprint(modules: Iterable[str]) -> str:
-    """Superseded by :func:`sentrepro.codedeps.rule_code`: a rule's ``params.code`` is
-    ``rule_code("cli:<the sentrepro command it runs>")`` (the Snakefile refuses anything else).
-
-    Kept for rules written against the old hand-kept lists (paths relative to src/sentrepro): each
-    listed module is taken as an entry point and its whole import closure is fingerprinted
-    (normalised source, see codedeps), so such a rule is at least never stale; switch it to
-    ``rule_code``, whose entry is the command the rule runs.
-    """
-    from sentrepro.codedeps import paths_fingerprint
-
-    return paths_fingerprint(modules)
-
-
-def canonical_json(payload: Any) -> str:
-    return json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)

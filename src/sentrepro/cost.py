@@ -16,7 +16,8 @@ from pathlib import Path
 
 import yaml
 
-from sentrepro.config import method_params, runs
+from sentrepro import registry
+from sentrepro.core import method_params, runs
 
 # Package data this module reads (sentrepro.codedeps adds it to the code of every rule importing us).
 PACKAGE_DATA = ("cost_estimates.yaml",)
@@ -138,8 +139,9 @@ def _training_line(config: dict, backbone: str, method: str, seeds: int, sentenc
     params = method_params(config, method, backbone)
     size = size_class(backbone, config["backbones"][backbone], estimates)
     steps = training_steps(params, sentences, f"methods.{method} on {backbone}")
-    passes = estimates["encoder_passes"].get(kind, estimates["default_encoder_passes"])
-    factor = estimates["sequence_factor"].get(kind, estimates["default_sequence_factor"])
+    cost = registry.method(kind).cost  # per-kind assumptions live with the kind's registry entry
+    passes = cost.get("encoder_passes", estimates["default_encoder_passes"])
+    factor = cost.get("sequence_factor", estimates["default_sequence_factor"])
     per_step = int(params["batch_size"]) * passes * factor * estimates["seconds_per_sequence_pass"][size]
     dev = steps // int(params.get("eval_steps") or steps) if steps else 0
     dev = max(dev, 1)
@@ -148,8 +150,9 @@ def _training_line(config: dict, backbone: str, method: str, seeds: int, sentenc
     return TrainingLine(backbone, method, kind, size, seeds, steps, per_step, dev, seconds, gpu)
 
 
-# Rules whose jobs evaluate a run on a suite; the STS rule's suite is implicit.
-EVALUATION_RULES = {"evaluate_sts": "sts", "evaluate_suite": None, "analyse": None}
+def evaluation_rules() -> dict[str, str]:
+    """Rule name -> suite of the evaluation rules (one per registry suite, workflow/rules/evaluate.smk)."""
+    return {f"evaluate_{name}": name for name in registry.suites()}
 
 
 def estimate(config: dict, estimates: dict | None = None, jobs: list | None = None) -> CostEstimate:
@@ -165,12 +168,13 @@ def estimate(config: dict, estimates: dict | None = None, jobs: list | None = No
     groups: dict[tuple[str, str], int] = {}
     evaluations: dict[str, dict[str, int]] = {}
     other: dict[str, int] = {}
+    evaluation_rule = evaluation_rules()
     for job in jobs:
         if job.rule == "train":
             key = (job.wildcards["backbone"], job.wildcards["method"])
             groups[key] = groups.get(key, 0) + 1
-        elif job.rule in EVALUATION_RULES:
-            suite = EVALUATION_RULES[job.rule] or job.wildcards["suite"]
+        elif job.rule in evaluation_rule:
+            suite = evaluation_rule[job.rule]
             backbone = job.wildcards["backbone"]
             size = size_class(backbone, config["backbones"][backbone], estimates)
             per_size = evaluations.setdefault(suite, {})
@@ -180,9 +184,9 @@ def estimate(config: dict, estimates: dict | None = None, jobs: list | None = No
     for (backbone, method), seeds in sorted(groups.items()):
         result.training.append(_training_line(config, backbone, method, seeds, sentences, estimates))
     for suite, per_size in sorted(evaluations.items(), key=lambda item: (item[0] != "sts", item[0])):
-        table = estimates["seconds_per_evaluation_job"].get(suite, estimates["default_seconds_per_evaluation_job"])
+        table = registry.suite(suite).cost
         seconds = sum(count * table[size] for size, count in per_size.items())
-        gpu = bool(suite_resources(config, suite).get("gpu", 0)) if suite != "sts" else False
+        gpu = bool(suite_resources(config, suite).get("gpu", 0))
         result.evaluation.append(EvaluationLine(suite, per_size, seconds, gpu))
     result.unfilled = unfilled_table_cells(config, runs(config))
     result.other_jobs = dict(sorted(other.items()))
@@ -195,7 +199,7 @@ def unfilled_table_cells(config: dict, all_runs) -> dict[str, list[tuple[str, st
     from sentrepro.tables.plan import unfilled_cells
     from sentrepro.tables.spec import load_spec
 
-    suites = set(enabled_suites(config)) | {"sts"}
+    suites = set(enabled_suites(config))
 
     def planned(suite):
         return suite_runs(config, suite) if suite in suites else []

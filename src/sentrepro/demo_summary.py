@@ -1,7 +1,7 @@
 """The demo's closing table: what each trained method did to its own readout on real STS-B test.
 
 One row per trained run: STS-B test Spearman x100 of the untrained model (step 0, scored with the
-method's own evaluation embedding by ``sentrepro evaluate sts --at-start``) and of the run's best
+method's own evaluation embedding by the ``sts_start`` suite, ``sentrepro evaluate sts_start``) and of the run's best
 checkpoint (the ordinary ``evaluate_sts`` metrics file), the change, the training steps and the time
 of the training loop, and -- as context only -- the paper's STS-B number for the method on the
 backbone the demo's model stands in for. The paper number is on another backbone and training budget,

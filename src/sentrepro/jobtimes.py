@@ -2,7 +2,7 @@
 
 Every rule writes ``<results or resources>/benchmarks/<step>/...tsv`` (Snakemake's ``benchmark:``
 directive: the job's wall seconds ``s`` and the CPU seconds ``cpu_time`` of its process tree). The
-step is the folder under ``benchmarks/`` (the rule, or ``evaluate_<suite>`` / ``analyse_<suite>``), or
+step is the folder under ``benchmarks/`` (the rule: ``evaluate_<suite>`` for evaluations), or
 the file's name for a rule with a single job (``benchmarks/demo_summary.tsv``).
 """
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sentrepro.config import canonical_json
+from sentrepro.core import canonical_json
 from sentrepro.fsutil import atomic_path, atomic_write_json, read_json, sha256_bytes
 
 CHUNK = 4096

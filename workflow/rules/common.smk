@@ -1,12 +1,16 @@
 # Config -> targets and input functions. Every rule gets only the config slice it depends on, as
 # canonical JSON in params.spec, plus params.code = rule_code("cli:<command>"): the fingerprint of the
 # code the sentrepro command it runs imports (sentrepro.codedeps; check_rule_code below enforces it).
-import json
+import os
 from pathlib import Path
+from types import SimpleNamespace
 
 from snakemake.exceptions import WorkflowError
 
-from sentrepro.config import (
+from sentrepro import registry
+from sentrepro.codedeps import rule_code, shell_entry
+from sentrepro.config import validate
+from sentrepro.core import (
     ConfigError,
     Run,
     backbone_slice,
@@ -14,12 +18,22 @@ from sentrepro.config import (
     corpus_slice,
     runs,
     source_slice,
-    sts_slice,
     train_slice,
-    validate,
 )
-from sentrepro.codedeps import rule_code, shell_entry
-from sentrepro.methods import kind_training_corpus, kind_trains, method_entry
+from sentrepro.evaluation.item_scores import pairs_path
+from sentrepro.evaluation.plan import (
+    drawable_figures,
+    enabled_suites,
+    source_is_synthetic,
+    suite_resources,
+    suite_runs,
+    suite_settings,
+    suite_source,
+)
+from sentrepro.pretrained.names import fetch_spec, snapshot_manifest
+from sentrepro.tables.plan import table_inputs
+from sentrepro.tables.spec import load_spec as load_table_spec
+from sentrepro.verdicts.claims import claim_tables, load_claims
 
 try:
     _validated = validate(config)
@@ -50,6 +64,11 @@ def run_of(w) -> Run:
 
 def method_kind(method: str) -> str:
     return config["methods"][method]["kind"]
+
+
+def trains(method: str) -> bool:
+    """Whether runs of a config method are trained (seeded) or embed a frozen backbone (the registry's ``trains``)."""
+    return registry.method(method_kind(method)).trains
 
 
 def manifest(source: str) -> str:
@@ -89,7 +108,7 @@ def views_spec() -> dict:
 
 def training_tokenized_record(backbone: str, method: str) -> str:
     """The tokenized corpus a run trains on: the corpus itself, or its views for methods trained on views."""
-    if kind_training_corpus(method_kind(method)) != "views":
+    if registry.method(method_kind(method)).training_corpus != "views":
         return tokenized_record(backbone)
     tokenizer = config["backbones"][backbone]["tokenizer"]
     return f"{RES}/tokenized/{tokenizer}/{config['corpus']['name']}{VIEWS_SUFFIX}/tokenized.json"
@@ -139,12 +158,6 @@ def checked_targets() -> list[str]:
     return [checked(name) for name, spec in sorted(config["data"]["sources"].items()) if spec.get("check")]
 
 
-def suite_checked(w):
-    """CHECKED.json of the source a suite or analysis reads (none for the training corpus)."""
-    source = suite_source(config, w.suite)
-    return [checked(source)] if source else []
-
-
 def fixture_inputs(w):
     """The fixture directories a source's fixture:// URLs point into (their rule runs first)."""
     from sentrepro.data.prepare import source_files
@@ -165,8 +178,6 @@ def train_resource(name, default):
 # The profile sets the partition and account of every job from SENTREPRO_SLURM_*; only a rule knows
 # whether its job asks for GPUs, so GPU-capable rules pick the GPU partition and model here. A
 # resource that evaluates to None is left out of the sbatch call (the cluster's default applies).
-import os
-
 
 def _slurm_site(name: str) -> str:
     """SENTREPRO_SLURM_<name>, stripped; empty when unset."""
@@ -191,25 +202,6 @@ def gpu_model(gpus):
     return lambda wildcards: (_slurm_site("GPU_MODEL") or None) if gpus(wildcards) > 0 else None
 
 
-def eval_spec(w, suite_slice):
-    run = run_of(w)
-    return spec_json({
-        "run": {"backbone": run.backbone, "method": run.method, "seed": run.seed},
-        "backbone": backbone_slice(config, run.backbone),
-        "method": {"kind": method_kind(run.method),
-                   "params": train_slice(config, run)["method"]["params"]},
-        "seed": run.seed,
-        "attention": config["training"]["attention"],
-        "sts": suite_slice,
-    })
-
-
-def trained_run(w):
-    if not kind_trains(method_kind(w.method)):
-        return []
-    return [f"{EXP}/runs/{w.backbone}/{w.method}/{w.run}/train.json"]
-
-
 def table_context():
     return {
         "experiment": config["experiment"],
@@ -218,21 +210,10 @@ def table_context():
     }
 
 
-# --- evaluation suites beyond STS, analyses and figures (workflow/rules/suites.smk) -----------
-from sentrepro.evaluation.plan import (
-    ANALYSIS_SUITES,
-    PROTOCOL_SUITES,
-    drawable_figures,
-    enabled_suites,
-    source_is_synthetic,
-    suite_resources,
-    suite_runs,
-    suite_settings,
-    suite_source,
-)
-
-PROTOCOL_SUITE_RE = "|".join(PROTOCOL_SUITES)
-ANALYSIS_SUITE_RE = "|".join(ANALYSIS_SUITES)
+# --- evaluation suites (workflow/rules/evaluate.smk) and figures (figures.smk) ------------------
+# Every function below takes the suite (a rule per suite, from the registry) and returns the input
+# function or param of that suite's rule.
+SUITE_ENTRIES = registry.suites()
 
 
 def corpus_sentences_file() -> str:
@@ -248,34 +229,74 @@ def figure_targets() -> list[str]:
     return [f"{EXP}/figures/{name}.{ext}" for name in drawable_figures(config) for ext in ("png", "pdf")]
 
 
-def suite_spec(w):
-    run = run_of(w)
-    source = suite_source(config, w.suite)
-    synthetic = source_is_synthetic(config, source if source else config["corpus"]["source"])
-    return spec_json({
-        "run": {"backbone": run.backbone, "method": run.method, "seed": run.seed},
-        "backbone": backbone_slice(config, run.backbone),
-        "method": {"kind": method_kind(run.method), "params": train_slice(config, run)["method"]["params"]},
-        "seed": run.seed,
-        "attention": config["training"]["attention"],
-        "suite": w.suite,
-        "source": source or config["corpus"]["source"],
-        "synthetic": synthetic,
-        "settings": suite_settings(config, w.suite),
-    })
+def suite_trained_run(suite):
+    """The run's training summary, for suites scoring a trained run's best checkpoint."""
+
+    def inputs(w):
+        if SUITE_ENTRIES[suite].model == "start" or not trains(w.method):
+            return []
+        return [f"{EXP}/runs/{w.backbone}/{w.method}/{w.run}/train.json"]
+
+    return inputs
 
 
-def suite_data(w):
-    source = suite_source(config, w.suite)
-    return manifest(source) if source else corpus_sentences_file()
+def suite_model_manifest(suite):
+    """The backbone's snapshot, where the suite loads the backbone itself: a frozen run, or step 0."""
+
+    def inputs(w):
+        if SUITE_ENTRIES[suite].model == "start" or not trains(w.method):
+            return [model_manifest(w.backbone)]
+        return []
+
+    return inputs
 
 
-def suite_resource(name, default):
-    return lambda w: suite_resources(config, w.suite).get(name, default)
+def suite_data(suite):
+    def inputs(w):
+        source = suite_source(config, suite)
+        return manifest(source) if source else corpus_sentences_file()
+
+    return inputs
+
+
+def suite_checked(suite):
+    """CHECKED.json of the source a suite reads (none for the training corpus)."""
+
+    def inputs(w):
+        source = suite_source(config, suite)
+        return [checked(source)] if source else []
+
+    return inputs
+
+
+def suite_spec(suite):
+    """The suite job's slice: the run (backbone, method, seed), the data it reads, the suite's settings."""
+
+    def spec(w):
+        run = run_of(w)
+        source = suite_source(config, suite)
+        return spec_json({
+            "run": {"backbone": run.backbone, "method": run.method, "seed": run.seed},
+            "backbone": backbone_slice(config, run.backbone),
+            "method": {"kind": method_kind(run.method), "params": train_slice(config, run)["method"]["params"]},
+            "seed": run.seed,
+            "attention": config["training"]["attention"],
+            "suite": suite,
+            "source": source or config["corpus"]["source"],
+            "synthetic": source_is_synthetic(config, source or config["corpus"]["source"]),
+            "settings": suite_settings(config, suite),
+        })
+
+    return spec
+
+
+def suite_resource(suite, name):
+    return lambda w: suite_resources(config, suite)[name]
 
 
 def figure_metrics(w):
-    return [metrics_file(run, w.figure) for run in suite_runs(config, w.figure)]
+    return [metrics_file(run, registry.figure(w.figure).suite)
+            for run in suite_runs(config, registry.figure(w.figure).suite)]
 
 
 def figure_context():
@@ -285,16 +306,17 @@ def figure_context():
     }
 
 
-# --- paper tables and the report (workflow/rules/report.smk; sentrepro.tables) ------------
-from sentrepro.tables.plan import table_inputs
-from sentrepro.tables.spec import load_spec as load_table_spec
+def figure_paper(w):
+    return registry.figure(w.figure).paper
 
+
+# --- paper tables and the report (workflow/rules/report.smk; sentrepro.tables) ------------
 REPORT_DIR = Path(workflow.basedir) / "workflow" / "report"
 
 
 def suite_runs_if_enabled(suite):
-    """Runs that get ``suite``: STS always (rule evaluate_sts), other suites when enabled."""
-    if suite != "sts" and suite not in enabled_suites(config):
+    """Runs that get ``suite`` when it is enabled (evaluation.suites), else none."""
+    if suite not in enabled_suites(config):
         return []
     return suite_runs(config, suite)
 
@@ -320,15 +342,6 @@ def table_paper(w):
     return load_table_spec(w.table)["paper"]
 
 
-# The paper each figure of evaluation.figures reproduces (the report groups figures by paper).
-FIGURE_PAPERS = {"cosine_gold": "ConPVP", "token_removal": "ConPVP", "tsne": "ConPVP", "fewshot": "ConPVP",
-                 "align_uniform": "MoCoUTRL", "anisotropy": "PromptBERT"}
-
-
-def figure_paper(w):
-    return FIGURE_PAPERS.get(w.figure, "Other analyses")
-
-
 def primary_stand_in(name, backbone):
     """The paper backbone a demo backbone is labelled as in figures (the first of a list)."""
     value = backbone.get("stands_in_for", name)
@@ -338,7 +351,7 @@ def primary_stand_in(name, backbone):
 # --- the demo summary (workflow/rules/report.smk: demo_summary) ---------------------------------
 def summary_runs() -> list[Run]:
     """Every trained run of the matrix, in matrix order."""
-    return [run for run in RUNS if kind_trains(method_kind(run.method))]
+    return [run for run in RUNS if trains(run.method)]
 
 
 def summary_run(run: Run) -> dict:
@@ -360,7 +373,6 @@ def demo_summary_targets() -> list[str]:
 
 
 # --- pretrained backbones (workflow/rules/models.smk; sentrepro.pretrained) -------------------
-from sentrepro.pretrained.names import fetch_spec, snapshot_manifest
 
 
 def model_manifest(backbone: str) -> str:
@@ -368,16 +380,7 @@ def model_manifest(backbone: str) -> str:
     return snapshot_manifest(RES, backbone, config["backbones"][backbone])
 
 
-def frozen_model_manifest(w):
-    """A frozen run's evaluation loads the backbone itself; a trained run's loads its checkpoint."""
-    return [] if kind_trains(method_kind(w.method)) else [model_manifest(w.backbone)]
-
-
 # --- reproduction verdicts (workflow/rules/verdicts.smk; sentrepro.verdicts) ------------------
-from types import SimpleNamespace
-
-from sentrepro.evaluation.item_scores import pairs_path
-from sentrepro.verdicts.claims import claim_tables, load_claims
 
 
 def verdict_targets():
@@ -404,13 +407,23 @@ def verdict_pair_scores(w):
 # --- the code a rule runs (sentrepro.codedeps) ---------------------------------------------------
 
 
-def method_code(entry: str):
-    """params.code where each job runs one method (wildcard ``method``), i.e. the command's code plus
-    the module of the job's method kind, which the method registry imports on demand. So an edit of one
-    method's module reruns that method's jobs only (sentrepro.methods.REGISTRY)."""
+def job_code(entry: str, suite: str | None = None):
+    """params.code where each job runs one method (wildcard ``method``), and for evaluation one suite: the
+    command's code plus the modules the registry imports on demand for that job (the method kind's module,
+    the suite's). So an edit of one method's or suite's module reruns its jobs only (registry.job_entries)."""
 
     def code(w):
-        return rule_code([entry, method_entry(method_kind(w.method))])
+        return rule_code(registry.job_entries(entry, method_kind(w.method), suite))
+
+    code.entry = entry
+    return code
+
+
+def figure_code(entry: str):
+    """params.code of the figure rule: the command's code plus the module drawing the figure (registry)."""
+
+    def code(w):
+        return rule_code([entry, registry.implementation_module(registry.figure(w.figure).implementation)])
 
     code.entry = entry
     return code
@@ -418,18 +431,18 @@ def method_code(entry: str):
 
 def check_rule_code():
     """Every rule that runs sentrepro code has params.code = rule_code(<the entry its shell command
-    runs>) -- or method_code(<entry>) when its jobs run one method each -- so the command is the one
-    source of which code a rule depends on; a rule whose code param names anything else (a hand-kept
-    list) stops the workflow here."""
+    runs>) -- or job_code/figure_code(<entry>) when the registry adds a module per job -- so the command
+    is the one source of which code a rule depends on; a rule whose code param names anything else (a
+    hand-kept list) stops the workflow here."""
     for defined in workflow.rules:
         entry = shell_entry(defined.shellcmd or "")
         if entry is None:
             continue
         code = dict(defined.params.items()).get("code")
-        if "method" in defined.wildcard_names:
-            if not (callable(code) and getattr(code, "entry", None) == entry):
-                raise WorkflowError(f"rule {defined.name} runs '{entry}' for one method per job but its "
-                                    f"params.code is not method_code({entry!r})")
+        if callable(code):
+            if getattr(code, "entry", None) != entry:
+                raise WorkflowError(f"rule {defined.name} runs '{entry}' but its params.code is a function for "
+                                    f"{getattr(code, 'entry', None)!r}")
         elif code != rule_code(entry):
             raise WorkflowError(f"rule {defined.name} runs '{entry}' but its params.code is not "
                                 f"rule_code({entry!r}) (sentrepro.codedeps); set code=rule_code({entry!r})")

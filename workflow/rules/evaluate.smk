@@ -1,66 +1,46 @@
-# Evaluate a trained run's best checkpoint, or a frozen backbone, on a suite: one metrics file each.
+# Evaluate runs on the suites of src/sentrepro/registry.yaml: one rule per suite, all from this one
+# definition (rule evaluate_<suite>), each job writing one metrics file for one (run, suite). Which runs
+# get which suite is config (evaluation.suites and each suite's `runs` filter; see
+# src/sentrepro/evaluation/plan.py); resources and SLURM grouping come from the registry, overridden by
+# evaluation.<suite>.resources.
 
+for _suite, _entry in SUITE_ENTRIES.items():
 
-rule evaluate_sts:
-    input:
-        run=trained_run,
-        data=lambda w: manifest(config["evaluation"]["sts"]["source"]),
-        checked=lambda w: checked(config["evaluation"]["sts"]["source"]),
-        model=frozen_model_manifest,
-    output:
-        metrics=f"{EXP}/metrics/{{backbone}}/{{method}}/{{run}}/sts.json",
-        # every test pair's cosine and gold score (sentrepro.evaluation.item_scores), for the verdicts
-        pairs=f"{EXP}/metrics/{{backbone}}/{{method}}/{{run}}/sts.pairs.npz",
-    params:
-        spec=lambda w: eval_spec(w, sts_slice(config)),
-        code=method_code("cli:evaluate"),
-        run_dir=lambda w, input: str(Path(input.run[0]).parent) if input.run else "",
-        model=lambda w, input: input.model[0] if input.model else "",
-    resources:
-        mem_mb=8000,
-        runtime=30,
-        cpus_per_task=2,
-    # CPU-only and short: on SLURM several run in one job (profiles/slurm: group-components), so a
-    # job's scheduling overhead does not dominate. Local runs ignore groups.
-    group:
-        "evaluate"
-    conda:
-        "../../envs/evaluate.yaml"
-    benchmark:
-        f"{EXP}/benchmarks/evaluate_sts/{{backbone}}/{{method}}/{{run}}.tsv",
-    log:
-        f"{EXP}/logs/evaluate_sts/{{backbone}}/{{method}}/{{run}}.log",
-    shell:
-        "HF_HUB_OFFLINE=1 sentrepro evaluate sts --spec {params.spec:q} --run-dir={params.run_dir:q} "
-        "--model-manifest={params.model:q} --data-manifest {input.data:q} --out {output.metrics:q} > {log:q} 2>&1"
-
-
-# The "before" of a training run on the STS test sets: the model the training job starts from (step 0,
-# seeded as the job seeds it) scored with the method's own evaluation embedding. Needs no training, and
-# nothing is selected on it (the run's checkpoint is chosen on STS-B dev). Used by the demo summary.
-rule evaluate_sts_start:
-    input:
-        data=lambda w: manifest(config["evaluation"]["sts"]["source"]),
-        checked=lambda w: checked(config["evaluation"]["sts"]["source"]),
-        model=lambda w: model_manifest(w.backbone),
-    output:
-        metrics=f"{EXP}/metrics/{{backbone}}/{{method}}/{{run}}/sts_start.json",
-        pairs=f"{EXP}/metrics/{{backbone}}/{{method}}/{{run}}/sts_start.pairs.npz",
-    params:
-        spec=lambda w: eval_spec(w, sts_slice(config)),
-        code=method_code("cli:evaluate"),
-    resources:
-        mem_mb=8000,
-        runtime=30,
-        cpus_per_task=2,
-    group:
-        "evaluate"
-    conda:
-        "../../envs/evaluate.yaml"
-    benchmark:
-        f"{EXP}/benchmarks/evaluate_sts_start/{{backbone}}/{{method}}/{{run}}.tsv",
-    log:
-        f"{EXP}/logs/evaluate_sts_start/{{backbone}}/{{method}}/{{run}}.log",
-    shell:
-        "HF_HUB_OFFLINE=1 sentrepro evaluate sts --at-start --spec {params.spec:q} "
-        "--model-manifest={input.model:q} --data-manifest {input.data:q} --out {output.metrics:q} > {log:q} 2>&1"
+    rule:
+        name:
+            f"evaluate_{_suite}"
+        input:
+            run=suite_trained_run(_suite),
+            data=suite_data(_suite),
+            checked=suite_checked(_suite),
+            model=suite_model_manifest(_suite),
+        output:
+            metrics=f"{EXP}/metrics/{{backbone}}/{{method}}/{{run}}/{_suite}.json",
+            # every scored pair's cosine and gold score (sentrepro.evaluation.item_scores), for the verdicts
+            **({"pairs": f"{EXP}/metrics/{{backbone}}/{{method}}/{{run}}/{_suite}.pairs.npz"} if _entry.item_scores else {}),
+        params:
+            suite=_suite,
+            spec=suite_spec(_suite),
+            code=job_code("cli:evaluate", _suite),
+            run_dir=lambda w, input: str(Path(input.run[0]).parent) if input.run else "",
+            model=lambda w, input: input.model[0] if input.model else "",
+        resources:
+            gpu=suite_resource(_suite, "gpu"),
+            slurm_partition=gpu_partition(suite_resource(_suite, "gpu")),
+            gpu_model=gpu_model(suite_resource(_suite, "gpu")),
+            mem_mb=suite_resource(_suite, "mem_mb"),
+            runtime=suite_resource(_suite, "runtime"),
+            cpus_per_task=suite_resource(_suite, "cpus_per_task"),
+        # Short CPU jobs (STS) run several to a SLURM job (profiles/slurm: group-components), so a job's
+        # scheduling overhead does not dominate. Local runs ignore groups.
+        group:
+            _entry.group
+        conda:
+            "../../envs/evaluate.yaml"
+        benchmark:
+            f"{EXP}/benchmarks/evaluate_{_suite}/{{backbone}}/{{method}}/{{run}}.tsv"
+        log:
+            f"{EXP}/logs/evaluate_{_suite}/{{backbone}}/{{method}}/{{run}}.log",
+        shell:
+            "HF_HUB_OFFLINE=1 sentrepro evaluate {params.suite} --spec {params.spec:q} --run-dir={params.run_dir:q} "
+            "--model-manifest={params.model:q} --data {input.data:q} --out {output.metrics:q} > {log:q} 2>&1"

@@ -11,7 +11,7 @@ rule train:
         f"{EXP}/runs/{{backbone}}/{{method}}/{{run}}/train.json",
     params:
         spec=lambda w: spec_json(train_slice(config, run_of(w))),
-        code=method_code("cli:train"),
+        code=job_code("cli:train"),
     resources:
         gpu=train_resource("gpu", 0),
         slurm_partition=gpu_partition(train_resource("gpu", 0)),

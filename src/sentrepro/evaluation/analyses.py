@@ -27,7 +27,7 @@ import torch
 from sentrepro.data.sts import read_sts_benchmark
 from sentrepro.evaluation import geometry
 from sentrepro.evaluation.sts import correlations, cosine_rows
-from sentrepro.evaluation.suites import SuiteJob, source_root, write_metrics
+from sentrepro.evaluation.job import SuiteJob, source_root, write_metrics
 
 
 def _stsb_path(manifest: Path, sts_cfg: dict, split: str) -> Path:
@@ -36,7 +36,7 @@ def _stsb_path(manifest: Path, sts_cfg: dict, split: str) -> Path:
 
 def _read_stsb(job: SuiteJob, manifest: Path, split: str):
     path = _stsb_path(manifest, job.settings["sts"], split)
-    pairs = read_sts_benchmark(path, split=split, check_counts=not job.spec.get("synthetic", False))
+    pairs = read_sts_benchmark(path, split=split, check_counts=job.check_counts)
     job.add_data_files([path], f"STS-B {split}")
     return pairs
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sentrepro import registry
 from sentrepro.fsutil import atomic_path, atomic_write_json, read_json, sha256_file
 from sentrepro.provenance import Provenance
 
@@ -154,10 +155,6 @@ def draw_anisotropy(runs: list[tuple[str, dict]]):
     return figure
 
 
-DRAWERS = {"cosine_gold": draw_cosine_gold, "token_removal": draw_token_removal, "tsne": draw_tsne,
-           "fewshot": draw_fewshot, "align_uniform": draw_align_uniform, "anisotropy": draw_anisotropy}
-
-
 def draw_figure(name: str, metrics_files: list[Path], out_prefix: Path, context: dict) -> dict:
     """Draw figure ``name`` from ``metrics_files`` into ``<out_prefix>.png``, ``.pdf`` and ``.json``."""
     import matplotlib
@@ -165,19 +162,19 @@ def draw_figure(name: str, metrics_files: list[Path], out_prefix: Path, context:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    if name not in DRAWERS:
-        raise ValueError(f"unknown figure '{name}' (known: {', '.join(DRAWERS)})")
+    entry = registry.figure(name)  # raises on an unknown figure, naming the known ones
     if not metrics_files:
-        raise ValueError(f"figure '{name}': no metrics files to draw (no run has suite '{name}')")
+        raise ValueError(f"figure '{name}': no metrics files to draw (no run has suite '{entry.suite}')")
     prov = Provenance(step="figure", config={"figure": name, **context})
     runs = []
     for path in metrics_files:
         payload = read_json(path)
-        if payload.get("suite") != name:
-            raise ValueError(f"{path}: a '{payload.get('suite')}' metrics file, figure '{name}' needs suite '{name}'")
+        if payload.get("suite") != entry.suite:
+            raise ValueError(f"{path}: a '{payload.get('suite')}' metrics file, figure '{name}' needs suite "
+                             f"'{entry.suite}'")
         prov.add_input(path, "metrics")
         runs.append((run_label(payload, context.get("stands_in", {})), payload))
-    figure = DRAWERS[name](runs)
+    figure = registry.load_implementation(entry.implementation)(runs)
     if any(payload.get("data", {}).get("synthetic") for _, payload in runs):
         figure.text(0.01, 0.005, "SYNTHETIC inputs (demo): shows the pipeline, not the paper", fontsize=6,
                     color="tab:red")

@@ -1,14 +1,16 @@
 """Which evaluation suites and figures the workflow runs, for which runs, on which data: config -> plan.
 
-Light on purpose (no torch): the Snakefile imports it while it builds the DAG.
+Light on purpose (no torch): the Snakefile imports it while it builds the DAG. The suites and figures
+themselves, and what each reads, come from the registry (``src/sentrepro/registry.yaml``).
 
-* ``evaluation.suites`` lists the suites to run. Each suite writes one metrics file per run,
-  ``results/<exp>/metrics/<backbone>/<method>/<run>/<suite>.json``.
+* ``evaluation.suites`` lists the suites to run (``sts`` alone by default). Each suite writes one
+  metrics file per run, ``results/<exp>/metrics/<backbone>/<method>/<run>/<suite>.json``.
 * ``evaluation.<suite>.runs`` (optional) narrows a suite to some backbones and/or methods, e.g.
-  clustering only for the BERT rows of ConPVP Table 6; absent means every run of the matrix.
-* ``evaluation.figures`` lists the figures to draw; each is drawn from the metrics files of the suite
-  of the same name, over every run that has it (a figure whose suite selects no run is skipped, so an
-  overlay with other backbones, like the tests', still plans).
+  clustering only for the BERT rows of ConPVP Table 6; absent means every run of the matrix. A suite
+  scoring the model a training job starts from (``model: start``) gets the trained runs only.
+* ``evaluation.figures`` lists the figures to draw; each is drawn from the metrics files of its suite,
+  over every run that has it (a figure whose suite selects no run is skipped, so an overlay with other
+  backbones, like the tests', still plans).
 
 A suite's settings reach its job as one JSON slice (:func:`suite_settings`), so changing, say, the
 clustering seeds reruns the clustering jobs and nothing else.
@@ -16,21 +18,9 @@ clustering seeds reruns the clustering jobs and nothing else.
 
 from __future__ import annotations
 
-from sentrepro.config import ConfigError, Run, runs
-
-# Suites with a SentEval-style protocol (one rule family: evaluate_suite) and the analyses behind
-# the papers' figures (rule family: analyse). ``sts`` has its own rule (evaluate_sts).
-PROTOCOL_SUITES = ("transfer", "fewshot", "clustering", "wos")
-ANALYSIS_SUITES = ("cosine_gold", "token_removal", "tsne", "align_uniform", "anisotropy")
-SUITES = ("sts",) + PROTOCOL_SUITES + ANALYSIS_SUITES
-FIGURES = ("cosine_gold", "token_removal", "tsne", "fewshot", "align_uniform", "anisotropy")
-
-# Analyses read STS-B (and token_removal all STS tasks) from evaluation.sts; anisotropy reads the
-# prepared training corpus.
-STS_ANALYSES = ("cosine_gold", "token_removal", "tsne", "align_uniform")
-
-# Keys of a suite block that only schedule or select jobs; they never change a result.
-_NOT_RESULT_KEYS = ("runs", "resources")
+from sentrepro import registry
+from sentrepro.core import ConfigError, Run, runs
+from sentrepro.registry import SCHEDULING_KEYS
 
 
 def evaluation_config(config: dict) -> dict:
@@ -38,19 +28,20 @@ def evaluation_config(config: dict) -> dict:
 
 
 def enabled_suites(config: dict) -> list[str]:
-    """``evaluation.suites`` (default: just ``sts``), checked against the known suites."""
+    """``evaluation.suites`` (default: just ``sts``), checked against the registry's suites."""
     names = list(evaluation_config(config).get("suites", ["sts"]))
     for name in names:
-        if name not in SUITES:
-            raise ConfigError(f"evaluation.suites: unknown suite '{name}' (known: {', '.join(SUITES)})")
+        if name not in registry.suites():
+            raise ConfigError(f"evaluation.suites: unknown suite '{name}' (known: {', '.join(registry.suites())})")
     return names
 
 
 def suite_block(config: dict, suite: str) -> dict:
-    """``evaluation.<suite>``; an enabled suite without its block is a config error."""
-    block = evaluation_config(config).get(suite)
+    """The config block a suite reads (``evaluation.<suite>``, or the block it shares); missing is an error."""
+    name = registry.suite(suite).config_block
+    block = evaluation_config(config).get(name)
     if block is None:
-        raise ConfigError(f"evaluation.{suite}: missing (the suite is listed in evaluation.suites)")
+        raise ConfigError(f"evaluation.{name}: missing (suite '{suite}' reads it)")
     return block
 
 
@@ -62,28 +53,35 @@ def selects(block: dict, run: Run) -> bool:
 
 
 def suite_runs(config: dict, suite: str) -> list[Run]:
-    """The runs of the matrix that get ``suite`` (every run for ``sts`` unless filtered)."""
-    block = evaluation_config(config).get(suite) or {}
-    return [run for run in runs(config) if selects(block, run)]
+    """The runs of the matrix that get ``suite`` (its block's filter; trained runs only for step-0 suites)."""
+    entry = registry.suite(suite)
+    block = evaluation_config(config).get(entry.config_block) or {}
+    chosen = [run for run in runs(config) if selects(block, run)]
+    if entry.model == "start":
+        chosen = [run for run in chosen if run.seed is not None]
+    return chosen
+
+
+def _result_keys(block: dict) -> dict:
+    return {k: v for k, v in block.items() if k not in SCHEDULING_KEYS}
 
 
 def suite_settings(config: dict, suite: str) -> dict:
-    """The config slice a suite's result depends on (encoder batch size included)."""
-    block = suite_block(config, suite)
-    settings = {k: v for k, v in block.items() if k not in _NOT_RESULT_KEYS}
+    """The config slice a suite's result depends on (encoder batch size included; the STS block as
+    ``sts`` for suites reading the STS data)."""
+    settings = _result_keys(suite_block(config, suite))
     settings["batch_size"] = evaluation_config(config).get("batch_size", 128)
-    if suite in STS_ANALYSES:
-        settings["sts"] = {k: v for k, v in suite_block(config, "sts").items() if k not in _NOT_RESULT_KEYS}
+    if registry.suite(suite).data == "sts":
+        settings["sts"] = _result_keys(suite_block(config, "sts"))
     return settings
 
 
 def suite_source(config: dict, suite: str) -> str | None:
-    """The data source a suite reads (None for anisotropy, which reads the training corpus)."""
-    if suite == "anisotropy":
+    """The data source a suite reads (None for suites reading the training corpus)."""
+    data = registry.suite(suite).data
+    if data == "corpus":
         return None
-    if suite in STS_ANALYSES:
-        return suite_block(config, "sts")["source"]
-    return suite_block(config, suite)["source"]
+    return suite_block(config, "sts" if data == "sts" else suite)["source"]
 
 
 def source_is_synthetic(config: dict, source: str) -> bool:
@@ -91,7 +89,9 @@ def source_is_synthetic(config: dict, source: str) -> bool:
 
 
 def suite_resources(config: dict, suite: str) -> dict:
-    return dict((evaluation_config(config).get(suite) or {}).get("resources") or {})
+    """The suite's registry defaults, overridden by ``evaluation.<suite>.resources``."""
+    block = evaluation_config(config).get(registry.suite(suite).config_block) or {}
+    return {**registry.suite(suite).resources, **(block.get("resources") or {})}
 
 
 def enabled_figures(config: dict) -> list[str]:
@@ -99,16 +99,17 @@ def enabled_figures(config: dict) -> list[str]:
     names = list(evaluation_config(config).get("figures", []))
     suites = set(enabled_suites(config))
     for name in names:
-        if name not in FIGURES:
-            raise ConfigError(f"evaluation.figures: unknown figure '{name}' (known: {', '.join(FIGURES)})")
-        if name not in suites:
-            raise ConfigError(f"evaluation.figures: figure '{name}' needs suite '{name}' in evaluation.suites")
+        if name not in registry.figures():
+            raise ConfigError(f"evaluation.figures: unknown figure '{name}' (known: {', '.join(registry.figures())})")
+        needed = registry.figure(name).suite
+        if needed not in suites:
+            raise ConfigError(f"evaluation.figures: figure '{name}' needs suite '{needed}' in evaluation.suites")
     return names
 
 
 def drawable_figures(config: dict) -> list[str]:
     """The enabled figures whose suite selects at least one run (a figure of nothing is not drawn)."""
-    return [name for name in enabled_figures(config) if suite_runs(config, name)]
+    return [name for name in enabled_figures(config) if suite_runs(config, registry.figure(name).suite)]
 
 
 def check_plan(config: dict) -> None:
@@ -121,23 +122,23 @@ def check_plan(config: dict) -> None:
         raise ConfigError(f"invalid configuration:\n  {error}") from None
     sources = config["data"]["sources"]
     evaluation = evaluation_config(config)
-    problems += [f"evaluation.{suite}: missing (the suite is listed in evaluation.suites)"
-                 for suite in suites if suite != "sts" and suite not in evaluation]
-    for suite in SUITES[1:]:  # every block present is checked, enabled or not
-        block = evaluation.get(suite)
-        if block is None:
+    needed = {registry.suite(suite).config_block: suite for suite in suites}
+    needed.update({"sts": suite for suite in suites if registry.suite(suite).data == "sts"})
+    problems += [f"evaluation.{block}: missing (suite '{suite}' reads it)"
+                 for block, suite in needed.items() if block not in evaluation]
+    for name, entry in registry.suites().items():  # every block present is checked, enabled or not
+        block = evaluation.get(name)
+        if block is None or entry.settings is None:
             continue
         source = block.get("source")
         if source is not None and source not in sources:
-            problems.append(f"evaluation.{suite}.source: unknown source '{source}'")
+            problems.append(f"evaluation.{name}.source: unknown source '{source}'")
         selection = block.get("runs") or {}
         for backbone in selection.get("backbones") or []:
             if backbone not in config["backbones"]:
-                problems.append(f"evaluation.{suite}.runs.backbones: unknown backbone '{backbone}'")
+                problems.append(f"evaluation.{name}.runs.backbones: unknown backbone '{backbone}'")
         for method in selection.get("methods") or []:
             if method not in config["methods"]:
-                problems.append(f"evaluation.{suite}.runs.methods: unknown method '{method}'")
-        if suite in STS_ANALYSES and suite in suites and "sts" not in evaluation:
-            problems.append(f"evaluation.{suite}: reads STS-B through evaluation.sts, which is missing")
+                problems.append(f"evaluation.{name}.runs.methods: unknown method '{method}'")
     if problems:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))

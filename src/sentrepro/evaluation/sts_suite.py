@@ -14,10 +14,12 @@ from pathlib import Path
 
 import numpy as np
 
-from sentrepro.data.prepare import FILES
+from sentrepro import registry
 from sentrepro.data.sts import read_sick, read_sts_benchmark, read_sts_year
-from sentrepro.encoding import encode_sentences
+from sentrepro.evaluation.item_scores import pairs_path, write_pairs
+from sentrepro.evaluation.job import SuiteJob, source_root, write_metrics
 from sentrepro.evaluation.sts import aggregate_subsets, cosine_rows, correlations
+from sentrepro.provenance import file_record
 
 YEARS = {"STS12": 2012, "STS13": 2013, "STS14": 2014, "STS15": 2015, "STS16": 2016}
 
@@ -78,17 +80,16 @@ def score_tasks(tasks: dict[str, dict[str, list]], embed, items: dict | None = N
     return results
 
 
-def evaluate_sts(method, model, manifest: Path, cfg: dict, *, device="cpu", precision="fp32",
-                 items: dict | None = None):
-    """Score the configured tasks: (results, data files read, distinct sentences encoded)."""
-    root = Path(manifest).parent / FILES
-    tasks, used = load_sts_tasks(root, cfg)
-    encoded = 0
-
-    def embed(sentences: list[str]) -> np.ndarray:
-        nonlocal encoded
-        encoded += len(set(sentences))  # encode_sentences encodes each distinct sentence once
-        return encode_sentences(method, model, sentences, purpose="test", batch_size=cfg.get("batch_size", 128),
-                                device=device, precision=precision)
-
-    return score_tasks(tasks, embed, items), used, encoded
+def run_sts(job: SuiteJob, manifest: Path, out: Path) -> dict:
+    """The STS suite (and, for a ``model: start`` suite, the same on the untrained model): score the
+    configured tasks, keep every pair's cosine and gold score beside the metrics file, write it."""
+    tasks, used = load_sts_tasks(source_root(manifest), job.settings)
+    job.add_data_files(used, "STS data file")
+    items: dict = {}
+    results = score_tasks(tasks, job.embed, items)
+    item_scores = write_pairs(pairs_path(out), items)
+    job.prov.extra["outputs"] = [file_record(pairs_path(out), "per-pair cosines and gold scores (item_scores)")]
+    state = {"state": "step 0 (untrained, as the training job builds it)"} if registry.suite(job.suite).model == "start" \
+        else {}
+    return write_metrics(job, out, results, aggregation="all",
+                         extra={"variant": job.settings["variant"], "item_scores": item_scores, **state})

@@ -1,136 +1,28 @@
-"""The evaluation suites behind ``sentrepro evaluate <suite>``: load a run, embed its data once, score, write.
+"""The suites with a SentEval-style protocol: transfer, few-shot, clustering and WOS classification.
 
-Every suite evaluates a run with that run's own method embedding (``runner.load_for_eval`` then
-``encoding.encode_sentences`` with purpose ``"test"``: prompts, poolers and heads as the method defines
-them). All sentences a suite needs are gathered first and encoded in one deduplicated, length-sorted
-pass, so each distinct sentence is encoded once per suite.
-
-Each suite writes one metrics file::
-
-    {"suite", "results": {<column>: {..., "reported": <number>}, ...}, "aggregation", "data",
-     "subset", "encoded_sentences", "provenance"}
-
-``results[<column>]["reported"]`` is what a table cell shows (as for the STS suite). ``subset``
-records ``max_samples`` subsetting (see :mod:`sentrepro.evaluation.subsets`); ``data`` names the
-source and whether it is synthetic. The protocols themselves live in ``transfer``, ``fewshot``,
-``clustering`` and ``classification``; the analyses in :mod:`sentrepro.evaluation.analyses`.
+Each function here is a suite of the registry (``registry.yaml``), run by
+:func:`sentrepro.evaluation.job.run_suite` on a loaded :class:`~sentrepro.evaluation.job.SuiteJob`:
+it reads its data, gathers every sentence it needs, embeds them in one deduplicated, length-sorted
+pass with the run's own method embedding, scores, and writes the metrics file. The protocols
+themselves live in ``transfer``, ``fewshot``, ``clustering`` and ``classification``; the STS suite in
+:mod:`sentrepro.evaluation.sts_suite`; the analyses in :mod:`sentrepro.evaluation.analyses`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
-import torch
 
-from sentrepro.data.prepare import FILES
-from sentrepro.encoding import encode_sentences
+from sentrepro.evaluation.job import SuiteJob, mean_reported, resolve_device, source_root, write_metrics
 from sentrepro.evaluation.subsets import SubsetLog
-from sentrepro.fsutil import atomic_write_json
-from sentrepro.provenance import Provenance
 
 TRANSFER_TASKS = ("MR", "CR", "SUBJ", "MPQA", "SST2", "TREC", "MRPC")
 CV_TASKS = ("MR", "CR", "SUBJ", "MPQA")
 # Where each task sits in SentEval's data/downstream layout.
 TRANSFER_DIRS = {"MR": "MR", "CR": "CR", "SUBJ": "SUBJ", "MPQA": "MPQA", "SST2": "SST/binary", "TREC": "TREC",
                  "MRPC": "MRPC"}
-
-
-def resolve_device(requested: str) -> str:
-    """``auto`` -> ``cuda`` when a GPU is visible, else ``cpu``; ``cuda`` without a GPU is an error."""
-    if requested == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if requested == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("device: cuda was asked for, but torch sees no GPU (use device: auto or cpu)")
-    if requested not in ("cpu", "cuda"):
-        raise ValueError(f"device must be auto, cpu or cuda, got {requested!r}")
-    return requested
-
-
-@dataclass
-class SuiteJob:
-    """One run's model loaded for a suite, plus the provenance being collected."""
-
-    suite: str
-    spec: dict
-    method: object
-    model: object
-    device: str
-    precision: str
-    prov: Provenance
-    encoded: int = 0  # distinct sentences sent to the encoder, for the metrics file
-
-    @property
-    def settings(self) -> dict:
-        return self.spec["settings"]
-
-    @property
-    def tokenizer(self):
-        return self.method.tokenizer
-
-    def embed(self, sentences: list[str]) -> np.ndarray:
-        """Vectors of ``sentences`` (N, H) float32 in input order; duplicates are encoded once."""
-        self.encoded += len(set(sentences))
-        return encode_sentences(self.method, self.model, sentences, purpose="test",
-                                batch_size=self.settings.get("batch_size", 128), device=self.device,
-                                precision=self.precision)
-
-    def embed_groups(self, groups: dict) -> dict:
-        """Embed several named sentence lists in one pass. ``{key: [str]} -> {key: (n, H) array}``"""
-        unique = list(dict.fromkeys(s for sentences in groups.values() for s in sentences))
-        table = self.embed(unique) if unique else np.zeros((0, 1), dtype=np.float32)
-        row = {sentence: index for index, sentence in enumerate(unique)}
-        return {key: table[[row[s] for s in sentences]] for key, sentences in groups.items()}
-
-    def add_data_files(self, paths, role: str) -> None:
-        for path in paths:
-            self.prov.add_input(path, role)
-
-
-def open_job(suite: str, spec: dict, run_dir: Path | None, model_manifest: Path | None = None) -> SuiteJob:
-    """Load the run's method and model on the suite's device; start its provenance."""
-    from sentrepro.backbones import configure_threads
-    from sentrepro.runner import load_for_eval, resolve_precision
-
-    configure_threads(spec.get("threads"))
-    device = resolve_device(spec["settings"].get("device", "auto"))
-    precision = resolve_precision(spec.get("precision", "fp32"), device)
-    prov = Provenance(step=f"evaluate_{suite}", config=spec, seed=spec.get("seed"), device=device,
-                      precision=precision)
-    method, model, files = load_for_eval(spec, run_dir, model_manifest)
-    for path, role in files:
-        prov.add_input(path, role)
-    model.to(device)
-    return SuiteJob(suite, spec, method, model, device, precision, prov)
-
-
-def write_metrics(job: SuiteJob, out: Path, results: dict, *, aggregation: str, subset: SubsetLog | None = None,
-                  extra: dict | None = None) -> dict:
-    """Write the suite's metrics file (atomically) and return its payload."""
-    payload = {
-        "suite": job.suite,
-        "results": results,
-        "aggregation": aggregation,
-        "data": {"source": job.spec.get("source"), "synthetic": bool(job.spec.get("synthetic", False))},
-        "subset": subset.record() if subset is not None else None,
-        "encoded_sentences": job.encoded,
-        **(extra or {}),
-        "provenance": job.prov.finish(),
-    }
-    atomic_write_json(out, payload)
-    return payload
-
-
-def source_root(manifest: Path) -> Path:
-    return Path(manifest).parent / FILES
-
-
-def mean_reported(results: dict, keys) -> dict:
-    """``{"reported": plain mean of results[k]["reported"]}`` over ``keys`` (the tables' Avg. column)."""
-    values = [results[k]["reported"] for k in keys]
-    return {"reported": float(np.mean(values)), "n": len(values)}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -213,7 +105,7 @@ def run_transfer(job: SuiteJob, manifest: Path, out: Path) -> dict:
     cfg = job.settings
     subset = SubsetLog(cfg.get("max_samples"), cfg.get("subset_seed", 0))
     tasks, files = load_transfer_tasks(source_root(manifest), cfg["tasks"], subset,
-                                       check_counts=not job.spec.get("synthetic", False))
+                                       check_counts=job.check_counts)
     job.add_data_files(files, "transfer data file")
     vectors = job.embed_groups({(t, s): split.sentences for t, splits in tasks.items() for s, split in splits.items()})
     features = {(t, s): split_features(tasks[t][s], vectors[(t, s)]) for t in tasks for s in tasks[t]}
@@ -251,7 +143,7 @@ def run_fewshot(job: SuiteJob, manifest: Path, out: Path) -> dict:
     cfg = job.settings
     subset = SubsetLog(cfg.get("max_samples"), cfg.get("subset_seed", 0))
     tasks, files = load_transfer_tasks(source_root(manifest), cfg["tasks"], SubsetLog(None, 0),
-                                       check_counts=not job.spec.get("synthetic", False))
+                                       check_counts=job.check_counts)
     job.add_data_files(files, "transfer data file")
     holdout = {"folds": cfg.get("holdout_folds", 10), "seed": cfg.get("holdout_seed", 1111)}
     pools, tests, sampled = {}, {}, {}
@@ -306,7 +198,7 @@ def run_clustering(job: SuiteJob, manifest: Path, out: Path) -> dict:
     subset = SubsetLog(cfg.get("max_samples"), cfg.get("subset_seed", 0))
     data = {}
     for name in cfg["sets"]:
-        items = read_clustering(root, name, check_counts=not job.spec.get("synthetic", False))
+        items = read_clustering(root, name, check_counts=job.check_counts)
         job.add_data_files([root / CLUSTERING_SETS[name]], "clustering data file")
         labels = np.array([item.label for item in items], dtype=np.int64)
         rows = subset.take(name, "all", labels)
@@ -348,7 +240,7 @@ def run_wos(job: SuiteJob, manifest: Path, out: Path) -> dict:
     cfg = job.settings
     root = source_root(manifest)
     version = cfg["version"]
-    documents = read_wos(root, version, check_counts=not job.spec.get("synthetic", False))
+    documents = read_wos(root, version, check_counts=job.check_counts)
     version_dir = wos_version_dir(root, version)
     job.add_data_files([version_dir / name for name in (WOS_TEXT_FILE,) + WOS_LABEL_FILES], "WOS data file")
     subset = SubsetLog(cfg.get("max_samples"), cfg.get("subset_seed", 0))
@@ -368,42 +260,3 @@ def run_wos(job: SuiteJob, manifest: Path, out: Path) -> dict:
     return write_metrics(job, out, results, subset=subset, extra=extra,
                          aggregation=f"{version} {cfg['level']}: accuracy and {average} precision/recall/F1 x100 "
                                      f"on a stratified {cfg['test_fraction']:.0%} test split")
-
-
-# ------------------------------------------------------------------------------------------------
-
-
-def suite_runners() -> dict[str, Callable]:
-    from sentrepro.evaluation import analyses
-
-    return {
-        "transfer": run_transfer,
-        "fewshot": run_fewshot,
-        "clustering": run_clustering,
-        "wos": run_wos,
-        "cosine_gold": analyses.run_cosine_gold,
-        "token_removal": analyses.run_token_removal,
-        "tsne": analyses.run_tsne,
-        "align_uniform": analyses.run_align_uniform,
-        "anisotropy": analyses.run_anisotropy,
-    }
-
-
-def run_suite(suite: str, spec: dict, run_dir: Path | None, data: Path, out: Path,
-              model_manifest: Path | None = None) -> dict:
-    """Evaluate one run on one suite; ``data`` is the source's MANIFEST.json (the corpus file for anisotropy);
-    ``model_manifest`` is a frozen backbone's snapshot (rule fetch_model)."""
-    runners = suite_runners()
-    if suite not in runners:
-        raise ValueError(f"unknown evaluation suite '{suite}' (known: sts, {', '.join(runners)})")
-    if spec.get("suite") not in (None, suite):
-        raise ValueError(f"--spec is for suite '{spec['suite']}', not '{suite}'")
-    job = open_job(suite, spec, run_dir, model_manifest)
-    if suite == "anisotropy":
-        job.prov.add_input(data, "training corpus sentences")
-        record = Path(f"{data}.json")  # prepare_corpus's record: carries the corpus provenance for audit
-        if record.exists():
-            job.prov.add_input(record, "corpus record")
-    else:
-        job.prov.add_input(data, "dataset manifest")
-    return runners[suite](job, Path(data), Path(out))

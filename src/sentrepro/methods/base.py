@@ -55,17 +55,11 @@ class SentenceModel(nn.Module):
 class Method(ABC):
     """Base class. Subclasses set ``kind`` and implement the four hooks below."""
 
+    # The kind's name in the registry (src/sentrepro/registry.yaml), which also says whether the kind
+    # trains, on which corpus, and in which precision its authors trained.
     kind: str = ""
-    trains: bool = True
     # False reproduces code that never calls zero_grad (gradients accumulate over all steps).
     reset_grads: bool = True
-    # Which tokenized corpus the workflow trains the method on: "sentences" (the corpus itself) or
-    # "views" (MoCoUTRL's original/synonym/antonym views of it, built by sentrepro.data.views).
-    training_corpus: str = "sentences"
-    # The precision the method's authors trained in (their run scripts): "fp16" = native AMP with
-    # loss scaling, "fp32" = no autocast. ``training.precision: authors`` resolves to it; None for
-    # methods that do not train.
-    authors_precision: str | None = None
 
     def __init__(self, params: dict, family: str, tokenizer):
         self.params = params

@@ -1,6 +1,6 @@
 """Non-fine-tuned baselines of the PromptBERT paper (its Table of non-fine-tuned models and Knowl 5).
 
-None of these trains (``trains = False``): each embeds with the pretrained backbone as loaded.
+None of these trains (``trains: false`` in the registry): each embeds with the pretrained backbone as loaded.
 (The last-2 average is ``frozen`` with ``pooler: avg_top2``.)
 
 * ``manual_prompt`` — the [MASK] state of a hand-written prompt, no fine-tuning, no denoising
@@ -66,9 +66,7 @@ BPE_SPACE = "Ġ"
 
 
 class NotTrained(Method):
-    """A method that only embeds: no batches, no loss."""
-
-    trains = False
+    """A method that only embeds: no batches, no loss (``trains: false`` in the registry)."""
 
     def collate(self, examples):
         raise TypeError(f"'{self.kind}' is a non-fine-tuned baseline and is not trained")

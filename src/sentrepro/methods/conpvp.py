@@ -205,7 +205,6 @@ def _choice(params: dict, key: str, allowed: tuple[str, ...], default: str) -> s
 
 class ConPVP(Method):
     kind = "conpvp"
-    authors_precision = "fp16"  # built on SimCSE's --fp16 recipe (no run script released)
 
     def __init__(self, params: dict, family: str, tokenizer):
         super().__init__(params, family, tokenizer)

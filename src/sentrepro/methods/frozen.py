@@ -14,7 +14,6 @@ from sentrepro.methods.base import Method, SentenceModel
 
 class Frozen(Method):
     kind = "frozen"
-    trains = False
 
     def collate(self, examples):  # pragma: no cover - frozen baselines never train
         raise TypeError("frozen baselines are not trained")

@@ -221,8 +221,6 @@ class MomentumDictionary(nn.Module):
 
 class MoCoUTRL(Method):
     kind = "mocoutrl"
-    training_corpus = "views"
-    authors_precision = "fp32"  # contrastive_train.py: no autocast, no GradScaler
 
     def __init__(self, params: dict, family: str, tokenizer):
         super().__init__(params, family, tokenizer)

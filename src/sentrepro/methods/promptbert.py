@@ -154,7 +154,6 @@ def template_bias(encoder: nn.Module, template: TemplateIds, rows: int, shift_st
 
 class PromptBERT(Method):
     kind = "promptbert"
-    authors_precision = "fp16"  # run.sh:166 --fp16 (common training flags, every run incl. OptiPrompt)
     named_templates = PROMPTBERT_TEMPLATES
 
     def __init__(self, params: dict, family: str, tokenizer):

@@ -36,7 +36,6 @@ def with_special_tokens(ids: list[int], cls_id: int, sep_id: int, max_len: int) 
 
 class SimCSE(Method):
     kind = "simcse"
-    authors_precision = "fp16"  # run_unsup_example.sh:25 --fp16
 
     def build_model(self, encoder) -> SentenceModel:
         return SentenceModel(encoder, {"mlp": MLPHead(encoder.config.hidden_size)})

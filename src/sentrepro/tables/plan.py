@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
-from sentrepro.config import Run
+from sentrepro.core import Run
 from sentrepro.tables.aggregate import lowest_seeds
 from sentrepro.tables.spec import cell_selector
 

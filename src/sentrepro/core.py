@@ -1,0 +1,154 @@
+"""The bottom layer of the configuration: a run of the matrix, the config error, canonical JSON, and the
+slices each rule's jobs depend on.
+
+Every other module may import it; it imports nothing of sentrepro but the registry (which imports
+nothing of sentrepro either), so there is no import cycle through the configuration. Loading and
+validating a config (``sentrepro.config``) sits above it.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from sentrepro import registry
+
+
+class ConfigError(ValueError):
+    """A configuration value is missing, unknown or of the wrong type; the message names the key."""
+
+
+@dataclass(frozen=True, order=True)
+class Run:
+    """One cell of the matrix: a backbone, a method, and a seed (``None`` for frozen baselines)."""
+
+    backbone: str
+    method: str
+    seed: int | None
+
+    @property
+    def run_id(self) -> str:
+        """Directory name of the run: ``seed42`` or ``frozen``."""
+        return "frozen" if self.seed is None else f"seed{self.seed}"
+
+    @property
+    def path(self) -> str:
+        return f"{self.backbone}/{self.method}/{self.run_id}"
+
+
+def deep_merge(base: dict, overlay: dict) -> dict:
+    """Recursively merge ``overlay`` into a copy of ``base`` (lists and scalars are replaced)."""
+    merged = copy.deepcopy(base)
+    for key, value in overlay.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def canonical_json(payload: Any) -> str:
+    return json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
+
+
+# --- slices ---------------------------------------------------------------------------------------
+
+
+def runs(config: dict) -> list[Run]:
+    """Every run of the matrix, deduplicated and sorted."""
+    found: set[Run] = set()
+    for block in config["matrix"]:
+        for backbone in block["backbones"]:
+            for method in block["methods"]:
+                if not registry.method(config["methods"][method]["kind"]).trains:
+                    found.add(Run(backbone, method, None))
+                else:
+                    for seed in block["seeds"]:
+                        found.add(Run(backbone, method, seed))
+    return sorted(found, key=lambda r: (r.backbone, r.method, -1 if r.seed is None else r.seed))
+
+
+def method_params(config: dict, method: str, backbone: str) -> dict:
+    """The method's params with the backbone's overrides applied."""
+    spec = config["methods"][method]
+    return deep_merge(spec["params"], spec.get("per_backbone", {}).get(backbone, {}))
+
+
+def backbone_slice(config: dict, backbone: str) -> dict:
+    spec = dict(config["backbones"][backbone])
+    spec.pop("resources", None)  # scheduling only, never changes results
+    spec.pop("stands_in_for", None)  # labelling only
+    return spec
+
+
+def training_precision(config: dict, method: str) -> str:
+    """``training.precision`` for one method: ``authors`` resolves to what the method's authors trained in
+    (the registry's ``authors_precision``: fp16 AMP, or fp32 for MoCoUTRL); other values apply as given."""
+    requested = config["training"]["precision"]
+    if requested != "authors":
+        return requested
+    entry = registry.method(config["methods"][method]["kind"])
+    return entry.authors_precision if entry.trains else requested  # frozen runs never train
+
+
+def train_slice(config: dict, run: Run) -> dict:
+    """Everything a training job's result depends on (and nothing else).
+
+    The precision is resolved per method (``training_precision``), so the slice names the precision
+    itself: switching ``training.precision`` between ``authors`` and a value equal to some methods'
+    authors' precision reruns only the others.
+    """
+    training = {k: v for k, v in config["training"].items() if k not in ("threads",)}
+    training["precision"] = training_precision(config, run.method)
+    return {
+        "backbone": backbone_slice(config, run.backbone),
+        "method": {"name": run.method, "kind": config["methods"][run.method]["kind"],
+                   "params": method_params(config, run.method, run.backbone)},
+        "seed": run.seed,
+        "training": training,
+        "corpus": corpus_slice(config),
+    }
+
+
+def corpus_slice(config: dict) -> dict:
+    """The corpus section a corpus (and every training on it) depends on: ``line_split`` only matters to
+    the ``lines`` reader, so it is left out for the others (changing it reruns nothing there)."""
+    spec = dict(config["corpus"])
+    if spec["reader"] != "lines":
+        spec.pop("line_split", None)
+    return spec
+
+
+def source_slice(config: dict, name: str) -> dict:
+    """A data source's spec, with the local mirror applied when configured.
+
+    The mirror replaces the network only: sources with pkg:// or fixture:// URLs are never
+    mirrored. A mirrored directory is staged as is (a multi-file source's pins are still checked
+    against the staged files); a mirrored file keeps the source's format and sha256 pin.
+    """
+    spec = copy.deepcopy(config["data"]["sources"][name])
+    mirror = config["data"].get("mirror")
+    urls = [spec.get("url") or ""] + [entry.get("url") or "" for entry in spec.get("files") or []]
+    if mirror and spec.get("mirror_path") and any(_is_network_url(url) for url in urls):
+        # A relative mirror stays relative (to the working directory) in the rule's params, so a moved
+        # project plans nothing: "file:<relative path>" (file:// URLs are absolute by definition).
+        target = Path(mirror).expanduser() / spec["mirror_path"]
+        if target.is_dir():
+            spec["format"] = "directory"
+        elif not target.is_file():
+            raise ConfigError(f"data.mirror: {target} does not exist (data.sources.{name}.mirror_path is "
+                              f"'{spec['mirror_path']}'); stage source '{name}' there or unset data.mirror")
+        elif spec["format"] == "files":
+            raise ConfigError(f"data.sources.{name}.mirror_path: {target} is a file, but source '{name}' has "
+                              "several files; the mirror must hold them in a directory")
+        spec["url"] = target.as_uri() if target.is_absolute() else "file:" + quote(target.as_posix())
+        spec["mirrored"] = True
+    return spec
+
+
+def _is_network_url(url: str) -> bool:
+    return url.split(":", 1)[0].lower() in ("http", "https")

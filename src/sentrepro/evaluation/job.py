@@ -1,0 +1,202 @@
+"""One evaluation job: load a run's model on its device, embed with the run's method, write the metrics file.
+
+Every suite (``sentrepro evaluate <suite>``) goes through :func:`run_suite`: the registry names the
+suite's function (``registry.yaml``, imported on first use), :func:`open_job` loads the model the
+suite scores -- the run's best checkpoint, the frozen backbone, or (``model: start``) the model a
+training job starts from at step 0 -- and the suite function gathers its sentences, embeds them with
+:meth:`SuiteJob.embed` (the method's own evaluation embedding, each distinct sentence once) and writes
+one metrics file with :func:`write_metrics`::
+
+    {"suite", "results": {<column>: {..., "reported": <number>}, ...}, "aggregation", "data",
+     "subset", "encoded_sentences", ..., "provenance"}
+
+``results[<column>]["reported"]`` is what a table cell shows. ``subset`` records ``max_samples``
+subsetting (:mod:`sentrepro.evaluation.subsets`); ``data`` names the source and whether it is synthetic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from sentrepro import registry
+from sentrepro.backbones import configure_threads, load_encoder, load_tokenizer
+from sentrepro.data.prepare import FILES
+from sentrepro.encoding import encode_sentences
+from sentrepro.evaluation.subsets import SubsetLog
+from sentrepro.fsutil import atomic_write_json
+from sentrepro.methods import build_method
+from sentrepro.methods.base import Method, SentenceModel
+from sentrepro.models import initial_model
+from sentrepro.pretrained.snapshot import model_inputs, model_location
+from sentrepro.provenance import Provenance
+from sentrepro.train import BEST
+
+TRAIN_SUMMARY = "train.json"
+
+
+def resolve_device(requested: str) -> str:
+    """``auto`` -> ``cuda`` when a GPU is visible, else ``cpu``; ``cuda`` without a GPU is an error."""
+    if requested == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if requested == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("device: cuda was asked for, but torch sees no GPU (use device: auto or cpu)")
+    if requested not in ("cpu", "cuda"):
+        raise ValueError(f"device must be auto, cpu or cuda, got {requested!r}")
+    return requested
+
+
+def resolve_precision(requested: str, device: str) -> str:
+    """The precision a job computes in: ``auto`` = bf16 on GPUs that support it, else fp16 (with loss
+    scaling); on CPU always fp32 (autocast is applied on CUDA only, ``encoding.autocast_context``)."""
+    if device == "cpu":
+        return "fp32"
+    if requested == "auto":
+        return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+    return requested
+
+
+def load_for_eval(spec: dict, run_dir: Path | None, model_manifest: Path | None = None
+                  ) -> tuple[Method, SentenceModel, list[tuple[Path, str]]]:
+    """The method and model to evaluate, and their provenance inputs (path, role): the best checkpoint of a
+    run, or the frozen backbone (from its snapshot ``model_manifest``)."""
+    backbone, method_spec = spec["backbone"], spec["method"]
+    attention = spec.get("attention", "eager")
+    trained = registry.method(method_spec["kind"]).trains
+    if not trained:
+        source = model_location(backbone["model"], model_manifest)
+        files = model_inputs(backbone["model"], model_manifest)
+    else:
+        source = str(Path(run_dir) / BEST)
+        files = [(Path(run_dir) / TRAIN_SUMMARY, "training summary")] + [
+            (p, "model file") for p in sorted(p for p in (Path(run_dir) / BEST).iterdir() if p.is_file())]
+    tokenizer = load_tokenizer(source)
+    encoder = load_encoder(source, backbone["family"], attention=attention)
+    method = build_method(method_spec["kind"], method_spec["params"], backbone["family"], tokenizer)
+    model = method.build_model(encoder)
+    if trained:
+        model.load_extras(Path(source))
+    return method, model, files
+
+
+def load_at_start(spec: dict, model_manifest: Path | None) -> tuple[Method, SentenceModel, list[tuple[Path, str]]]:
+    """The model a training run starts from (step 0, seeded as the training job seeds it), and its inputs."""
+    kind = spec["method"]["kind"]
+    if not registry.method(kind).trains:
+        raise ValueError(f"method kind '{kind}' does not train, so it has no step 0 to evaluate")
+    location = model_location(spec["backbone"]["model"], model_manifest)
+    method, model = initial_model(spec["backbone"], spec["method"], spec["seed"], spec.get("attention", "eager"),
+                                  location)
+    return method, model, model_inputs(spec["backbone"]["model"], model_manifest)
+
+
+@dataclass
+class SuiteJob:
+    """One run's model loaded for a suite, plus the provenance being collected."""
+
+    suite: str
+    spec: dict
+    method: Method
+    model: SentenceModel
+    device: str
+    precision: str
+    prov: Provenance
+    encoded: int = 0  # distinct sentences sent to the encoder, for the metrics file
+
+    @property
+    def settings(self) -> dict:
+        return self.spec["settings"]
+
+    @property
+    def tokenizer(self):
+        return self.method.tokenizer
+
+    @property
+    def check_counts(self) -> bool:
+        """Documented counts are checked on real data, never on a synthetic fixture."""
+        return not self.spec.get("synthetic", False)
+
+    def embed(self, sentences: list[str]) -> np.ndarray:
+        """Vectors of ``sentences`` (N, H) float32 in input order; duplicates are encoded once."""
+        self.encoded += len(set(sentences))
+        return encode_sentences(self.method, self.model, sentences, purpose="test",
+                                batch_size=self.settings.get("batch_size", 128), device=self.device,
+                                precision=self.precision)
+
+    def embed_groups(self, groups: dict) -> dict:
+        """Embed several named sentence lists in one pass. ``{key: [str]} -> {key: (n, H) array}``"""
+        unique = list(dict.fromkeys(s for sentences in groups.values() for s in sentences))
+        table = self.embed(unique) if unique else np.zeros((0, 1), dtype=np.float32)
+        row = {sentence: index for index, sentence in enumerate(unique)}
+        return {key: table[[row[s] for s in sentences]] for key, sentences in groups.items()}
+
+    def add_data_files(self, paths, role: str) -> None:
+        for path in paths:
+            self.prov.add_input(path, role)
+
+
+def open_job(suite: str, spec: dict, run_dir: Path | None, model_manifest: Path | None = None) -> SuiteJob:
+    """Load the model ``suite`` scores (registry ``model``) on the suite's device; start its provenance."""
+    configure_threads(spec.get("threads"))
+    device = resolve_device(spec["settings"].get("device", "auto"))
+    precision = resolve_precision(spec.get("precision", "fp32"), device)
+    prov = Provenance(step=f"evaluate_{suite}", config=spec, seed=spec.get("seed"), device=device,
+                      precision=precision)
+    if registry.suite(suite).model == "start":
+        method, model, files = load_at_start(spec, model_manifest)
+    else:
+        method, model, files = load_for_eval(spec, run_dir, model_manifest)
+    for path, role in files:
+        prov.add_input(path, role)
+    model.to(device)
+    return SuiteJob(suite, spec, method, model, device, precision, prov)
+
+
+def write_metrics(job: SuiteJob, out: Path, results: dict, *, aggregation: str, subset: SubsetLog | None = None,
+                  extra: dict | None = None) -> dict:
+    """Write the suite's metrics file (atomically) and return its payload."""
+    payload = {
+        "suite": job.suite,
+        "results": results,
+        "aggregation": aggregation,
+        "data": {"source": job.spec.get("source"), "synthetic": bool(job.spec.get("synthetic", False))},
+        "subset": subset.record() if subset is not None else None,
+        "encoded_sentences": job.encoded,
+        **(extra or {}),
+        "provenance": job.prov.finish(),
+    }
+    atomic_write_json(out, payload)
+    return payload
+
+
+def source_root(manifest: Path) -> Path:
+    """The prepared tree of a data source, from its MANIFEST.json."""
+    return Path(manifest).parent / FILES
+
+
+def mean_reported(results: dict, keys) -> dict:
+    """``{"reported": plain mean of results[k]["reported"]}`` over ``keys`` (the tables' Avg. column)."""
+    values = [results[k]["reported"] for k in keys]
+    return {"reported": float(np.mean(values)), "n": len(values)}
+
+
+def run_suite(suite: str, spec: dict, run_dir: Path | None, data: Path, out: Path,
+              model_manifest: Path | None = None) -> dict:
+    """Evaluate one run on one suite; ``data`` is the source's MANIFEST.json (the training corpus sentences
+    for suites with ``data: corpus``); ``model_manifest`` is the backbone's snapshot (rule fetch_model)."""
+    entry = registry.suite(suite)
+    if spec.get("suite") not in (None, suite):
+        raise ValueError(f"--spec is for suite '{spec['suite']}', not '{suite}'")
+    score = registry.load_implementation(entry.implementation)
+    job = open_job(suite, spec, run_dir, model_manifest)
+    if entry.data == "corpus":
+        job.prov.add_input(data, "training corpus sentences")
+        record = Path(f"{data}.json")  # prepare_corpus's record: carries the corpus provenance for audit
+        if record.exists():
+            job.prov.add_input(record, "corpus record")
+    else:
+        job.prov.add_input(data, "dataset manifest")
+    return score(job, Path(data), Path(out))
