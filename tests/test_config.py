@@ -163,3 +163,13 @@ def test_schema_defaults_are_filled_where_absent_and_only_there(paper):
     assert "runs" not in filled["evaluation"]["tsne"]  # an object without a default is not invented
     assert filled["methods"] == paper["methods"]  # method params have no schema defaults
     assert "sha256" not in paper["data"]["sources"][source]  # the caller's dict is left as it was
+
+
+def test_a_default_the_filler_cannot_place_is_an_error(paper, monkeypatch):
+    import sentrepro.config as config_module
+
+    schema = config_module._schema()
+    schema["properties"]["training"]["oneOf"] = [{"properties": {"threads": {"default": 4}}}, {}]
+    monkeypatch.setattr(config_module, "_schema", lambda: schema)
+    with pytest.raises(ConfigError, match="default inside 'oneOf'"):
+        config_module._with_defaults(paper)

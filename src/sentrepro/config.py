@@ -183,8 +183,13 @@ def _fill_defaults(instance: Any, schema: dict, root: dict) -> None:
 
     Walks ``properties``, ``additionalProperties`` maps (data.sources.*, backbones.*) and array ``items``,
     following ``$ref`` into ``$defs``. An absent object is created only where the schema gives it a default.
+    A default inside a combinator (``oneOf``, ``if``/``then``, ...) would be ambiguous: it raises.
     """
     schema = _deref(schema, root)
+    for keyword in _COMBINATORS:
+        if _has_default(schema.get(keyword)):
+            raise ConfigError(f"{SCHEMA_PATH}: a default inside '{keyword}' cannot be filled unambiguously; "
+                              "give it on the property itself")
     if isinstance(instance, dict):
         properties = {key: _deref(sub, root) for key, sub in schema.get("properties", {}).items()}
         for key, sub in properties.items():
@@ -197,6 +202,15 @@ def _fill_defaults(instance: Any, schema: dict, root: dict) -> None:
     elif isinstance(instance, list) and isinstance(schema.get("items"), dict):
         for item in instance:
             _fill_defaults(item, schema["items"], root)
+
+
+_COMBINATORS = ("allOf", "anyOf", "oneOf", "not", "if", "then", "else")
+
+
+def _has_default(node: Any) -> bool:
+    if isinstance(node, dict):
+        return "default" in node or any(_has_default(value) for value in node.values())
+    return isinstance(node, list) and any(_has_default(value) for value in node)
 
 
 def _deref(schema: dict, root: dict) -> dict:
