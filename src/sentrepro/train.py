@@ -196,7 +196,7 @@ def _fresh_state(resume_key: str) -> dict:
     return {"step": 0, "best_score": None, "best_step": None, "history": [], "losses": [], "resume_key": resume_key}
 
 
-def resume_state(run_dir: Path, method: Method, model: SentenceModel, opt: Optimization, resume_key: str,
+def resume_state(run_dir: Path, model: SentenceModel, opt: Optimization, resume_key: str,
                  log: Callable[[str], None]) -> dict | None:
     """Load ``run_dir/last`` into ``model`` and ``opt`` (RNG states too) and return its saved progress.
 
@@ -327,7 +327,7 @@ def train(method: Method, model: SentenceModel, corpus: TokenizedCorpus, run_dir
     n = len(corpus)
     steps = total_steps(n, settings)
     opt = build_optimization(method, model, settings, steps, device)
-    saved = resume_state(run_dir, method, model, opt, resume_key, log)
+    saved = resume_state(run_dir, model, opt, resume_key, log)
     resumed_from = None if saved is None else saved["step"]
     job = _Job(method, model, opt, run_dir, dev_score, save_meta, log, saved or _fresh_state(resume_key))
     if settings.eval_at_start and job.state["step"] == 0 and not job.state["history"]:
