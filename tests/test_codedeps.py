@@ -53,7 +53,7 @@ def test_every_package_data_file_is_declared_by_a_module():
 
 def test_every_rule_file_entry_is_found_and_matches_shell_entry():
     entries = rule_entries()
-    assert entries["train"] == "cli:train" and entries["build_views"] == "sentrepro.data.views"
+    assert entries["train"] == "cli:train" and entries["build_views"] == "cli:build-views"
     assert {"download", "tokenize", "evaluate_sts", "evaluate_transfer", "evaluate_cosine_gold", "figure", "table"} <= set(entries)
 
 

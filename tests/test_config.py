@@ -128,3 +128,48 @@ def test_line_split_is_in_the_lines_corpus_slice_only(paper):
     changed["corpus"]["line_split"] = "lines"
     with pytest.raises(ConfigError, match="corpus.line_split"):
         validate(changed)
+
+
+def test_schema_defaults_are_filled_where_absent_and_only_there(paper):
+    """Every `default:` of the schema reaches the validated config (the one place defaults are written):
+    top level, nested blocks, additionalProperties maps (sources, backbones), $ref'd properties, and
+    blocks created from a default (models, demo_summary). Given values win; blocks without a default
+    are not invented, and method params (no schema defaults) stay as written."""
+    source = next(iter(paper["data"]["sources"]))
+    backbone = next(iter(paper["backbones"]))
+    for block, key in [(paper, "resources_dir"), (paper, "models"), (paper, "demo_summary"),
+                       (paper["data"], "mirror"), (paper["data"]["sources"][source], "sha256"),
+                       (paper["data"]["sources"][source], "synthetic"), (paper["backbones"][backbone], "revision"),
+                       (paper["training"], "checkpoint_every"), (paper["training"], "eval_at_start"),
+                       (paper["evaluation"], "batch_size"), (paper["evaluation"]["transfer"], "seed"),
+                       (paper["evaluation"]["fewshot"], "holdout_seed"), (paper["evaluation"]["wos"], "seed"),
+                       (paper["evaluation"]["tsne"], "perplexity")]:
+        block.pop(key, None)
+    paper["training"]["compile"] = True
+    paper["evaluation"]["tsne"].pop("runs", None)
+    filled = validate(paper)
+    assert filled["resources_dir"] == "resources"
+    assert filled["models"] == {"mirror": None} and filled["demo_summary"] == {"enabled": False}
+    assert filled["data"]["mirror"] is None
+    assert filled["data"]["sources"][source]["sha256"] is None
+    assert filled["data"]["sources"][source]["synthetic"] is False
+    assert filled["backbones"][backbone]["revision"] is None
+    assert filled["training"]["checkpoint_every"] == 125 and filled["training"]["eval_at_start"] is True
+    assert filled["training"]["compile"] is True  # given, not overwritten
+    assert filled["evaluation"]["batch_size"] == 128
+    assert filled["evaluation"]["transfer"]["seed"] == 1111 and filled["evaluation"]["wos"]["seed"] == 1111
+    assert filled["evaluation"]["fewshot"]["holdout_seed"] == 1111
+    assert filled["evaluation"]["tsne"]["perplexity"] == 30 and filled["evaluation"]["tsne"]["device"] == "auto"
+    assert "runs" not in filled["evaluation"]["tsne"]  # an object without a default is not invented
+    assert filled["methods"] == paper["methods"]  # method params have no schema defaults
+    assert "sha256" not in paper["data"]["sources"][source]  # the caller's dict is left as it was
+
+
+def test_a_default_the_filler_cannot_place_is_an_error(paper, monkeypatch):
+    import sentrepro.config as config_module
+
+    schema = config_module.schema()
+    schema["properties"]["training"]["oneOf"] = [{"properties": {"threads": {"default": 4}}}, {}]
+    monkeypatch.setattr(config_module, "_schema_with_registry", lambda: schema)
+    with pytest.raises(ConfigError, match="default inside 'oneOf'"):
+        config_module._with_defaults(paper)

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import contextlib
 
+import numpy as np
 import pytest
 import torch
+from scipy.stats import spearmanr
 
 import sentrepro.encoding as encoding
 from sentrepro.backbones import load_encoder, load_tokenizer
 from sentrepro.data.sts import read_sts_benchmark
+from sentrepro.encoding import encode_sentences
 from sentrepro.methods import build_method
 from sentrepro.evaluation.job import resolve_precision
 from sentrepro.runner import dev_scoring_precision, stsb_dev_scorer
+from tests.tiny_models import minilm_dir
 
 
 def test_dev_scoring_precision_option():
@@ -27,8 +31,10 @@ def test_dev_scoring_precision_option():
 
 
 @pytest.mark.parametrize("option, expected", [("fp32", "fp32"), ("training", "fp16")])
-def test_dev_scorer_encodes_outside_the_training_autocast(tiny_models, shared_data, monkeypatch, option, expected):
-    """The scorer asks for autocast with the dev precision, not the training one (fp16 AMP here)."""
+def test_dev_scorer_encodes_outside_the_training_autocast(shared_data, monkeypatch, option, expected):
+    """The scorer asks for autocast with the dev precision, not the training one (fp16 AMP here), and returns
+    Spearman x100 of the pairs' cosines. On the real MiniLM (a random tiny model's cosines all lie within 1e-5
+    of 1, so float noise would reorder them)."""
     seen = []
     real = encoding.autocast_context
 
@@ -37,11 +43,16 @@ def test_dev_scorer_encodes_outside_the_training_autocast(tiny_models, shared_da
         return real(device, precision)
 
     monkeypatch.setattr(encoding, "autocast_context", recording)
-    path = str(tiny_models["bert"])
+    path = str(minilm_dir())
     method = build_method("simcse", {"temperature": 0.05, "max_seq_length": 32, "mlp_only_train": True}, "bert",
                           load_tokenizer(path))
     model = method.build_model(load_encoder(path, "bert"))
     pairs = read_sts_benchmark(shared_data / "senteval" / "STS" / "STSBenchmark" / "sts-dev.csv", split="dev")[:40]
     score = stsb_dev_scorer(method, pairs, 16, "cpu", dev_scoring_precision(option, "fp16"))(model)
-    assert -100.0 <= score <= 100.0
     assert seen and set(seen) == {expected}
+    # the same number computed independently: each side encoded alone (batches of one, no padding), cosine
+    # and Spearman by numpy/scipy, gold in pair order
+    left, right = ([encode_sentences(method, model, [getattr(p, side)], purpose="dev", batch_size=1)[0]
+                    for p in pairs] for side in ("s1", "s2"))
+    cosines = [float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b))) for a, b in zip(left, right)]
+    assert score == pytest.approx(100 * spearmanr(cosines, [p.score for p in pairs]).statistic, abs=1e-3)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from sentrepro.config import _with_defaults
 from sentrepro.encoding import encode_sentences
 from sentrepro.evaluation.fewshot import evaluate_fewshot, evaluate_fewshot_cv_task
 from sentrepro.evaluation.job import load_for_eval, resolve_device, run_suite
@@ -52,11 +53,13 @@ def senteval_manifest(tmp_path_factory) -> Path:
 
 
 def spec_for(model_dir: Path, suite: str, settings: dict) -> dict:
+    """A job spec as the workflow writes it: the suite's settings with the schema's defaults filled."""
+    settings = _with_defaults({"evaluation": {suite: {"device": "cpu", **settings}}})["evaluation"][suite]
     return {"run": {"backbone": "tiny-bert", "method": "frozen-avg", "seed": None},
             "backbone": {"model": str(model_dir), "tokenizer": "tiny-bert", "family": "bert"},
             "method": {"kind": "frozen", "params": {"pooler": "avg"}}, "seed": None, "attention": "eager",
             "suite": suite, "source": "senteval-small", "synthetic": True,
-            "settings": {"batch_size": 16, "device": "cpu", **settings}}
+            "settings": {"batch_size": 16, **settings}}
 
 
 @pytest.mark.heavy

@@ -109,3 +109,25 @@ def test_step0_dev_score_can_be_turned_off(tmp_path, tiny_models, corpus):
     summary, _ = _run_scored(tiny_models, corpus, tmp_path / "run", [40.0, 50.0], eval_at_start=False)
     assert [h["step"] for h in summary["history"]] == [3, 6]
     assert summary["start_stsb_dev_spearman"] is None
+
+
+def test_settings_from_params_take_training_values_and_one_default_per_method_param():
+    """The training block comes filled from the schema (its values are used as given); a method param left
+    out takes the dataclass field's default; a method's checkpoint_every overrides the training block's."""
+    from dataclasses import fields
+
+    from sentrepro import registry
+    from sentrepro.train import METHOD_PARAMS
+
+    training = {"checkpoint_every": 7, "pin_memory": False, "compile": True, "eval_at_start": False}
+    settings = TrainSettings.from_params({"batch_size": 4, "lr": 0.5}, training, "cpu", "bf16")
+    defaults = {f.name: f.default for f in fields(TrainSettings)}
+    assert settings == TrainSettings(**{**defaults, "batch_size": 4, "lr": 0.5, "checkpoint_every": 7,
+                                        "pin_memory": False, "compile": True, "eval_at_start": False,
+                                        "precision": "bf16"})
+    given = {"batch_size": 4, "lr": 0.5, "epochs": 3, "max_steps": 9, "eval_steps": 2, "optimizer": "torch-adamw",
+             "weight_decay": 0.1, "max_grad_norm": None, "warmup_steps": 5, "schedule": "constant",
+             "shuffle": False, "checkpoint_every": 3}
+    settings = TrainSettings.from_params(given, training, "cpu", "fp32")
+    assert {k: getattr(settings, k) for k in given} == given
+    assert set(METHOD_PARAMS) <= set(registry.parameter_group("trainer")) and set(METHOD_PARAMS) <= set(defaults)

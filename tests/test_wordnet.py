@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from sentrepro.cli import main as cli_main
 from sentrepro.data.views import (
     AdjectiveTest,
     ViewSettings,
     ViewTriples,
     build_views,
     line_rng,
-    main as views_main,
     make_views,
     read_views_tsv,
     word_tokenize,
@@ -236,8 +236,8 @@ def test_build_views_outputs_and_triples_round_trip(tmp_path, wordnet):
                       "Short.\nThe happy dog ran home.\n", encoding="utf-8")
     manifest = _prepare_wordnet_source(tmp_path)
     spec = {"wordnet_source": "wordnet", "seed": 3, "min_words": 3, "max_words": 50}
-    assert views_main(["--spec", json.dumps(spec), "--corpus", str(corpus), "--wordnet-manifest", str(manifest),
-                       "--out-dir", str(tmp_path / "views")]) == 0
+    assert cli_main(["build-views", "--spec", json.dumps(spec), "--corpus", str(corpus),
+                     "--wordnet-manifest", str(manifest), "--out-dir", str(tmp_path / "views")]) == 0
     out = tmp_path / "views"
     triples = read_views_tsv(out / "views.tsv")
     assert [t[0] for t in triples] == ["A happy man walked home .", "An unhappy woman ran home .",

@@ -129,6 +129,17 @@ def cmd_prepare_corpus(args) -> int:
     return 0
 
 
+def cmd_build_views(args) -> int:
+    from sentrepro.data.prepare import dataset_file
+    from sentrepro.data.views import build_views
+    from sentrepro.data.wordnet import locate_database
+
+    wordnet_dir = locate_database(dataset_file(Path(args.wordnet_manifest), "."))
+    record = build_views(Path(args.corpus), wordnet_dir, _spec(args.spec), Path(args.out_dir), progress=True)
+    print(f"views: {record['triples']} triples from {record['corpus_lines']} lines")
+    return 0
+
+
 def cmd_tokenize(args) -> int:
     from sentrepro.backbones import load_tokenizer
     from sentrepro.fsutil import atomic_write_json
@@ -331,6 +342,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--manifest", required=True)
     p.add_argument("--out", required=True)
     p.set_defaults(func=cmd_prepare_corpus)
+
+    p = sub.add_parser("build-views", help="MoCoUTRL's training views: each corpus sentence with one adjective "
+                       "swapped for a WordNet synonym and for an antonym")
+    p.add_argument("--spec", required=True, help="the config's views section as JSON")
+    p.add_argument("--corpus", required=True, help="sentences.txt of the prepared corpus")
+    p.add_argument("--wordnet-manifest", required=True, help="MANIFEST.json of the prepared WordNet source")
+    p.add_argument("--out-dir", required=True)
+    p.set_defaults(func=cmd_build_views)
 
     p = sub.add_parser("tokenize", help="tokenize the corpus once for a tokenizer")
     p.add_argument("--spec", required=True)

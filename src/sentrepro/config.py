@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import functools
 from pathlib import Path
+from typing import Any
 
 import yaml
 from jsonschema import Draft202012Validator
@@ -156,28 +157,62 @@ def _data_source_problems(config: dict) -> list[str]:
 
 
 def _with_defaults(config: dict) -> dict:
+    """A copy of ``config`` with every ``default:`` of the schema filled in where the key is absent.
+
+    The schema is the one place a default is written; code reads filled values (``cfg[key]``).
+    """
+    schema = _schema_with_registry()
     config = copy.deepcopy(config)
-    config.setdefault("resources_dir", "resources")
-    config["data"].setdefault("mirror", None)
-    for source in config["data"]["sources"].values():
-        source.setdefault("sha256", None)
-        source.setdefault("synthetic", False)
-    config["corpus"].setdefault("max_sentences", None)
-    config["corpus"].setdefault("line_split", "splitlines")
-    for backbone in config["backbones"].values():
-        backbone.setdefault("revision", None)
-    config.setdefault("models", {}).setdefault("mirror", None)
-    training = config.setdefault("training", {})
-    training.setdefault("precision", "authors")
-    training.setdefault("dev_precision", "fp32")
-    training.setdefault("attention", "eager")
-    training.setdefault("checkpoint_every", 125)
-    training.setdefault("pin_memory", True)
-    training.setdefault("compile", False)
-    training.setdefault("eval_at_start", True)
-    training.setdefault("threads", None)
-    config.setdefault("evaluation", {}).setdefault("batch_size", 128)
-    config.setdefault("demo_summary", {}).setdefault("enabled", False)
+    _fill_defaults(config, schema, schema)
     return config
+
+
+def _fill_defaults(instance: Any, schema: dict, root: dict) -> None:
+    """Fill ``schema``'s property defaults into ``instance`` in place, then descend into its values.
+
+    Walks ``properties``, ``additionalProperties`` maps (data.sources.*, backbones.*) and array ``items``,
+    following ``$ref`` into ``$defs``. An absent object is created only where the schema gives it a default.
+    A default inside a combinator (``oneOf``, ``if``/``then``, ...) would be ambiguous: it raises.
+    """
+    schema = _deref(schema, root)
+    for keyword in _COMBINATORS:
+        if _has_default(schema.get(keyword)):
+            raise ConfigError(f"{SCHEMA_PATH}: a default inside '{keyword}' cannot be filled unambiguously; "
+                              "give it on the property itself")
+    if isinstance(instance, dict):
+        properties = {key: _deref(sub, root) for key, sub in schema.get("properties", {}).items()}
+        for key, sub in properties.items():
+            if key not in instance and "default" in sub:
+                instance[key] = copy.deepcopy(sub["default"])
+        for key, value in instance.items():
+            sub = properties.get(key, schema.get("additionalProperties"))
+            if isinstance(sub, dict):
+                _fill_defaults(value, sub, root)
+    elif isinstance(instance, list) and isinstance(schema.get("items"), dict):
+        for item in instance:
+            _fill_defaults(item, schema["items"], root)
+
+
+_COMBINATORS = ("allOf", "anyOf", "oneOf", "not", "if", "then", "else")
+
+
+def _has_default(node: Any) -> bool:
+    if isinstance(node, dict):
+        return "default" in node or any(_has_default(value) for value in node.values())
+    return isinstance(node, list) and any(_has_default(value) for value in node)
+
+
+def _deref(schema: dict, root: dict) -> dict:
+    """``schema`` with a local ``$ref`` (``#/$defs/name``) replaced by its target; sibling keywords such as
+    ``default`` are kept and win."""
+    while "$ref" in schema:
+        ref = schema["$ref"]
+        if not ref.startswith("#/"):
+            raise ConfigError(f"{SCHEMA_PATH}: only local $refs are supported, not {ref!r}")
+        target = root
+        for part in ref[2:].split("/"):
+            target = target[part]
+        schema = {**target, **{k: v for k, v in schema.items() if k != "$ref"}}
+    return schema
 
 

@@ -197,6 +197,11 @@ def job_entries(command_entry: str, kind: str, suite_name: str | None = None) ->
     return list(dict.fromkeys(entries))
 
 
+def parameter_group(name: str) -> tuple[str, ...]:
+    """The keys of a ``parameter_groups`` entry (``trainer``: the training loop's keys)."""
+    return _expand_params([name], f"parameter_groups.{name}")
+
+
 def benchmark_methods() -> list[str]:
     """The config.yaml methods the benchmarks and the parity tests time: each trained kind's recipes."""
     return [name for entry in methods().values() for name in entry.benchmark]

@@ -12,12 +12,11 @@ is a pure function of (seed, epoch), so nothing about the sampler needs saving.
 
 from __future__ import annotations
 
-import json
 import math
 import random
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -62,15 +61,20 @@ class TrainSettings:
 
     @classmethod
     def from_params(cls, params: dict, training: dict, device: str, precision: str) -> "TrainSettings":
-        return cls(batch_size=params["batch_size"], lr=params["lr"], epochs=params.get("epochs", 1),
-                   max_steps=params.get("max_steps"), eval_steps=params.get("eval_steps", 125),
-                   checkpoint_every=params.get("checkpoint_every", training.get("checkpoint_every", 125)),
-                   optimizer=params.get("optimizer", "hf-adamw-4.2.1"),
-                   weight_decay=params.get("weight_decay", 0.0), max_grad_norm=params.get("max_grad_norm", 1.0),
-                   warmup_steps=params.get("warmup_steps", 0), precision=precision, device=device,
-                   schedule=params.get("schedule", "linear"), shuffle=params.get("shuffle", True),
-                   pin_memory=training.get("pin_memory", True), compile=training.get("compile", False),
-                   eval_at_start=training.get("eval_at_start", True))
+        """Settings of one run from its method ``params`` and the config's (defaults-filled) ``training`` block.
+
+        A method param left out takes the field's default above (the one place it is written); a method's
+        ``checkpoint_every`` overrides ``training.checkpoint_every``.
+        """
+        from_method = {key: params[key] for key in METHOD_PARAMS if key in params}
+        return cls(**from_method, checkpoint_every=params.get("checkpoint_every", training["checkpoint_every"]),
+                   pin_memory=training["pin_memory"], compile=training["compile"],
+                   eval_at_start=training["eval_at_start"], precision=precision, device=device)
+
+
+# TrainSettings fields a method's params set (the rest come from the training block, the device and precision)
+METHOD_PARAMS = ("batch_size", "lr", "epochs", "max_steps", "eval_steps", "optimizer", "weight_decay",
+                 "max_grad_norm", "warmup_steps", "schedule", "shuffle")
 
 
 def seed_everything(seed: int) -> None:
@@ -187,6 +191,120 @@ def optimizer_step(method: Method, model: SentenceModel, batch: dict[str, torch.
     return loss.detach()
 
 
+def _fresh_state(resume_key: str) -> dict:
+    """The progress a checkpoint saves (a plain dict: ``last/`` checkpoints of earlier versions still load)."""
+    return {"step": 0, "best_score": None, "best_step": None, "history": [], "losses": [], "resume_key": resume_key}
+
+
+def resume_state(run_dir: Path, model: SentenceModel, opt: Optimization, resume_key: str,
+                 log: Callable[[str], None]) -> dict | None:
+    """Load ``run_dir/last`` into ``model`` and ``opt`` (RNG states too) and return its saved progress.
+
+    Returns None (start afresh) when there is no checkpoint, or when it was written under another
+    ``resume_key`` (other settings): then ``last/`` and ``best/`` are deleted, so no stale model survives.
+    """
+    last_dir = run_dir / LAST
+    if not (last_dir / TRAINER_STATE).exists():
+        return None
+    saved = torch.load(last_dir / TRAINER_STATE, map_location="cpu", weights_only=False)
+    if saved["state"].get("resume_key", "") != resume_key:
+        log(f"ignoring {last_dir}: it was written for other settings; starting afresh")
+        shutil.rmtree(last_dir)
+        shutil.rmtree(run_dir / BEST, ignore_errors=True)
+        return None
+    model.load_state_dict(saved["model"])
+    opt.optimizer.load_state_dict(saved["optimizer"])
+    opt.scheduler.load_state_dict(saved["scheduler"])
+    if opt.scaler is not None and saved.get("scaler"):
+        opt.scaler.load_state_dict(saved["scaler"])
+    _set_rng_state(saved["rng"])
+    if saved.get("grads") is not None:  # gradients carried over by a method without zero_grad
+        for p, g in zip(opt.params, saved["grads"]):
+            p.grad = None if g is None else g.to(p.device)
+    log(f"resumed from step {saved['state']['step']} ({last_dir})")
+    return saved["state"]
+
+
+@dataclass
+class _Job:
+    """One training job's mutable side: its progress ``state`` (what ``last/`` saves), the losses still on the
+    device, and the dev evaluation that keeps the best model in ``run_dir/best``."""
+
+    method: Method
+    model: SentenceModel
+    opt: Optimization
+    run_dir: Path
+    dev_score: Callable[[SentenceModel], float]
+    save_meta: dict
+    log: Callable[[str], None]
+    state: dict
+    pending: list[torch.Tensor] = field(default_factory=list)  # step losses still on the device (no sync per step)
+
+    def save_last(self) -> None:
+        """Write the resumable checkpoint ``last/`` atomically."""
+        opt = self.opt
+        with atomic_dir(self.run_dir / LAST) as tmp:
+            torch.save({"model": self.model.state_dict(), "optimizer": opt.optimizer.state_dict(),
+                        "scheduler": opt.scheduler.state_dict(),
+                        "scaler": opt.scaler.state_dict() if opt.scaler else None,
+                        "rng": _rng_state(), "state": self.state,
+                        "grads": None if self.method.reset_grads else [p.grad for p in opt.params]},
+                       tmp / TRAINER_STATE)
+
+    def evaluate_and_keep_best(self, step: int) -> None:
+        """Score the model on dev at ``step``; save it to ``best/`` when it beats every earlier score."""
+        score = self.dev_score(self.model)
+        self.state["history"].append({"step": step, "stsb_dev_spearman": score})
+        improved = self.state["best_score"] is None or score > self.state["best_score"]
+        if improved:
+            self.state["best_score"], self.state["best_step"] = score, step
+            self.model.save(self.run_dir / BEST, self.method.tokenizer,
+                            {**self.save_meta, "step": step, "stsb_dev_spearman": score})
+        self.log(f"step {step}: STS-B dev spearman {score:.2f}{' (best)' if improved else ''}")
+
+    def record_start_score(self) -> None:
+        """Dev score of the untrained model as the method embeds it: the "before" of the run.
+
+        Recorded in the history as step 0 but never a candidate for the best checkpoint, so the
+        selected model is the one the reference trainer (no step-0 evaluation) would keep.
+        """
+        score = self.dev_score(self.model)
+        self.state["history"].append({"step": 0, "stsb_dev_spearman": score})
+        self.log(f"step 0 (before training): STS-B dev spearman {score:.2f}")
+
+    def flush_losses(self) -> None:
+        """Move pending losses to the host in one transfer; stop at the first non-finite one."""
+        if not self.pending:
+            return
+        values = torch.stack(self.pending).float().cpu().tolist()
+        first = self.state["step"] - len(values) + 1
+        self.pending.clear()
+        for offset, value in enumerate(values):
+            if not math.isfinite(value):
+                raise TrainingDiverged(f"loss is {value} at step {first + offset} of {self.run_dir}; lower the "
+                                       f"learning rate or use precision fp32/bf16")
+        self.state["losses"].extend(values)
+
+    def after_step(self, settings: TrainSettings, steps: int) -> None:
+        """Once ``state["step"]`` steps are done: sync losses, evaluate and checkpoint where they are due."""
+        done = self.state["step"]
+        at_eval = done % settings.eval_steps == 0
+        at_checkpoint = done % settings.checkpoint_every == 0
+        if at_eval or at_checkpoint or done == steps or len(self.pending) >= settings.sync_every:
+            self.flush_losses()
+        if at_eval:
+            self.evaluate_and_keep_best(done)
+        if at_eval or at_checkpoint:
+            self.save_last()
+
+    def finish(self) -> None:
+        """The last checkpoint; with fewer steps than ``eval_steps``, evaluate the final model first so there
+        is a best checkpoint."""
+        if self.state["best_step"] is None:
+            self.evaluate_and_keep_best(self.state["step"])
+        self.save_last()
+
+
 def train(method: Method, model: SentenceModel, corpus: TokenizedCorpus, run_dir: Path, settings: TrainSettings,
           seed: int, dev_score: Callable[[SentenceModel], float], *, save_meta: dict,
           log: Callable[[str], None] = print, stop_after: int | None = None, resume_key: str = "",
@@ -209,102 +327,25 @@ def train(method: Method, model: SentenceModel, corpus: TokenizedCorpus, run_dir
     n = len(corpus)
     steps = total_steps(n, settings)
     opt = build_optimization(method, model, settings, steps, device)
-    params, optimizer, scheduler, scaler = opt.params, opt.optimizer, opt.scheduler, opt.scaler
-
-    state = {"step": 0, "best_score": None, "best_step": None, "history": [], "losses": [],
-             "resume_key": resume_key}
-    last_dir = run_dir / LAST
-    resumed_from = None
-    saved = None
-    if (last_dir / TRAINER_STATE).exists():
-        saved = torch.load(last_dir / TRAINER_STATE, map_location="cpu", weights_only=False)
-        if saved["state"].get("resume_key", "") != resume_key:
-            log(f"ignoring {last_dir}: it was written for other settings; starting afresh")
-            shutil.rmtree(last_dir)
-            shutil.rmtree(run_dir / BEST, ignore_errors=True)
-            saved = None
-    if saved is not None:
-        model.load_state_dict(saved["model"])
-        optimizer.load_state_dict(saved["optimizer"])
-        scheduler.load_state_dict(saved["scheduler"])
-        if scaler is not None and saved.get("scaler"):
-            scaler.load_state_dict(saved["scaler"])
-        _set_rng_state(saved["rng"])
-        if saved.get("grads") is not None:  # gradients carried over by a method without zero_grad
-            for p, g in zip(params, saved["grads"]):
-                p.grad = None if g is None else g.to(p.device)
-        state = saved["state"]
-        resumed_from = state["step"]
-        log(f"resumed from step {resumed_from} ({last_dir})")
-
-    def save_last() -> None:
-        with atomic_dir(last_dir) as tmp:
-            torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                        "scheduler": scheduler.state_dict(), "scaler": scaler.state_dict() if scaler else None,
-                        "rng": _rng_state(), "state": state,
-                        "grads": None if method.reset_grads else [p.grad for p in params]}, tmp / TRAINER_STATE)
-
-    def evaluate_and_keep_best(step: int) -> None:
-        score = dev_score(model)
-        state["history"].append({"step": step, "stsb_dev_spearman": score})
-        improved = state["best_score"] is None or score > state["best_score"]
-        if improved:
-            state["best_score"], state["best_step"] = score, step
-            model.save(run_dir / BEST, method.tokenizer, {**save_meta, "step": step, "stsb_dev_spearman": score})
-        log(f"step {step}: STS-B dev spearman {score:.2f}{' (best)' if improved else ''}")
-
-    def record_start_score() -> None:
-        """Dev score of the untrained model as the method embeds it: the "before" of the run.
-
-        Recorded in the history as step 0 but never a candidate for the best checkpoint, so the
-        selected model is the one the reference trainer (no step-0 evaluation) would keep.
-        """
-        score = dev_score(model)
-        state["history"].append({"step": 0, "stsb_dev_spearman": score})
-        log(f"step 0 (before training): STS-B dev spearman {score:.2f}")
-
-    pending: list[torch.Tensor] = []  # step losses still on the device (no host sync per step)
-
-    def flush_losses() -> None:
-        """Move pending losses to the host in one transfer; stop at the first non-finite one."""
-        if not pending:
-            return
-        values = torch.stack(pending).float().cpu().tolist()
-        first = state["step"] - len(values) + 1
-        pending.clear()
-        for offset, value in enumerate(values):
-            if not math.isfinite(value):
-                raise TrainingDiverged(f"loss is {value} at step {first + offset} of {run_dir}; lower the learning "
-                                       f"rate or use precision fp32/bf16")
-        state["losses"].extend(values)
-
-    if settings.eval_at_start and state["step"] == 0 and not state["history"]:
-        record_start_score()
+    saved = resume_state(run_dir, model, opt, resume_key, log)
+    resumed_from = None if saved is None else saved["step"]
+    job = _Job(method, model, opt, run_dir, dev_score, save_meta, log, saved or _fresh_state(resume_key))
+    if settings.eval_at_start and job.state["step"] == 0 and not job.state["history"]:
+        job.record_start_score()
     method.set_train_mode(model)  # train mode for most methods; eval mode where the release trained so
     started = time.time()
-    for step in range(state["step"], steps):
+    for step in range(job.state["step"], steps):
         if stop_after is not None and step >= stop_after:
             return {"interrupted_at": step}
         indices = batch_indices(step, n, settings, seed)
         batch = device_batch(method, [corpus[int(i)] for i in indices], device, pin_memory)
-        pending.append(optimizer_step(method, model, batch, opt, settings, device, step))
-        state["step"] = step + 1
+        job.pending.append(optimizer_step(method, model, batch, opt, settings, device, step))
+        job.state["step"] = step + 1
         if progress is not None:
-            progress(state["step"], steps)
-        at_eval = state["step"] % settings.eval_steps == 0
-        at_checkpoint = state["step"] % settings.checkpoint_every == 0
-        if at_eval or at_checkpoint or state["step"] == steps or len(pending) >= settings.sync_every:
-            flush_losses()
-        if at_eval:
-            evaluate_and_keep_best(state["step"])
-            save_last()
-        elif at_checkpoint:
-            save_last()
-
-    if state["best_step"] is None:
-        # fewer steps than eval_steps: evaluate the final model so there is a best checkpoint
-        evaluate_and_keep_best(state["step"])
-    save_last()
+            progress(step + 1, steps)
+        job.after_step(settings, steps)
+    job.finish()
+    state = job.state
     return {
         "steps": state["step"],
         "total_steps": steps,
@@ -329,8 +370,3 @@ def _loss_curve(losses: list[float], points: int = 50) -> list[float]:
         return []
     chunks = np.array_split(np.asarray(losses), min(points, len(losses)))
     return [round(float(c.mean()), 5) for c in chunks]
-
-
-def write_log_line(path: Path, record: dict) -> None:
-    with open(path, "a", encoding="utf-8") as handle:
-        handle.write(json.dumps(record) + "\n")

@@ -18,7 +18,7 @@ rule build_views:
         tsv=f"{RES}/corpus/{{corpus}}{VIEWS_SUFFIX}/views.tsv",
     params:
         spec=lambda w: spec_json(views_spec()),
-        code=rule_code("sentrepro.data.views"),
+        code=rule_code("cli:build-views"),
         out_dir=lambda w, output: str(Path(output.sentences).parent),
     resources:
         mem_mb=8000,
@@ -31,5 +31,5 @@ rule build_views:
     log:
         f"{RES}/logs/build_views/{{corpus}}.log",
     shell:
-        "python -m sentrepro.data.views --spec {params.spec:q} --corpus {input.corpus:q} "
+        "sentrepro build-views --spec {params.spec:q} --corpus {input.corpus:q} "
         "--wordnet-manifest {input.wordnet:q} --out-dir {params.out_dir:q} > {log:q} 2>&1"

@@ -59,11 +59,6 @@ class SourceFile:
     sha256: str | None
 
 
-def needs_download(spec: dict) -> bool:
-    """Directory sources (local mirrors, package-shipped trees) are staged without a download step."""
-    return spec["format"] != "directory"
-
-
 def source_files(name: str, spec: dict) -> list[SourceFile]:
     """The files a source consists of.
 

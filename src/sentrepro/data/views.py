@@ -32,15 +32,13 @@ antonyms, one per line, the layout :mod:`sentrepro.tokenize` caches unchanged an
 
 from __future__ import annotations
 
-import argparse
-import json
 import random
 import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from sentrepro.data.wordnet import ADJ, WordNet, locate_database
+from sentrepro.data.wordnet import ADJ, WordNet
 from sentrepro.fsutil import atomic_path, atomic_write_json
 
 ADJECTIVE_RULES = ("only-adjective", "any-adjective")
@@ -221,27 +219,3 @@ class ViewTriples:
         if not 0 <= index < self.size:
             raise IndexError(index)
         return self.corpus[index], self.corpus[self.size + index], self.corpus[2 * self.size + index]
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m sentrepro.data.views``: the workflow's build_views step."""
-    from sentrepro.codedeps import set_running_entry
-    from sentrepro.data.prepare import dataset_file
-
-    set_running_entry([__spec__.name])  # the code provenance records: this module's closure
-
-    parser = argparse.ArgumentParser(prog="python -m sentrepro.data.views", description=main.__doc__)
-    parser.add_argument("--spec", required=True, help="the config's views section as JSON")
-    parser.add_argument("--corpus", required=True, help="sentences.txt of the prepared corpus")
-    parser.add_argument("--wordnet-manifest", required=True, help="MANIFEST.json of the prepared WordNet source")
-    parser.add_argument("--out-dir", required=True)
-    args = parser.parse_args(argv)
-    spec = json.loads(args.spec)
-    wordnet_dir = locate_database(dataset_file(Path(args.wordnet_manifest), "."))
-    record = build_views(Path(args.corpus), wordnet_dir, spec, Path(args.out_dir), progress=True)
-    print(f"views: {record['triples']} triples from {record['corpus_lines']} lines")
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

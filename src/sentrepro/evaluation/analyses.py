@@ -49,7 +49,7 @@ def _sts_extra(job: SuiteJob) -> dict:
 
 
 def run_cosine_gold(job: SuiteJob, manifest: Path, out: Path) -> dict:
-    split = job.settings.get("split", "test")
+    split = job.settings["split"]
     pairs = _read_stsb(job, manifest, split)
     vectors = job.embed_groups({"s1": [p.s1 for p in pairs], "s2": [p.s2 for p in pairs]})
     cosine = cosine_rows(vectors["s1"], vectors["s2"])
@@ -110,9 +110,9 @@ def _without(tokenizer, sentence: str, pieces: list[str], removed: set[str]) -> 
 def run_tsne(job: SuiteJob, manifest: Path, out: Path) -> dict:
     cfg = job.settings
     pairs = _read_stsb(job, manifest, "test")
-    scores = cfg.get("gold_scores", [0, 3, 5])
-    groups = geometry.pairs_at_scores([p.score for p in pairs], scores, cfg.get("pairs_per_score", 10),
-                                      cfg.get("seed", 0))
+    scores = cfg["gold_scores"]
+    groups = geometry.pairs_at_scores([p.score for p in pairs], scores, cfg["pairs_per_score"],
+                                      cfg["seed"])
     points = []
     pair_id = 0
     for gold, indices in zip(scores, groups):
@@ -121,7 +121,7 @@ def run_tsne(job: SuiteJob, manifest: Path, out: Path) -> dict:
                 points.append({"pair": pair_id, "gold": gold, "side": side, "stsb_index": index, "text": text})
             pair_id += 1
     vectors = job.embed([p["text"] for p in points])
-    coords = geometry.tsne_coordinates(vectors, cfg.get("seed", 0), cfg.get("perplexity", 30.0))
+    coords = geometry.tsne_coordinates(vectors, cfg["seed"], cfg["perplexity"])
     for point, (x, y) in zip(points, coords):
         point["x"], point["y"] = float(x), float(y)
     pair_cosine = cosine_rows(vectors[0::2], vectors[1::2])
@@ -136,8 +136,8 @@ def run_tsne(job: SuiteJob, manifest: Path, out: Path) -> dict:
 
 def run_align_uniform(job: SuiteJob, manifest: Path, out: Path) -> dict:
     cfg = job.settings
-    threshold = cfg.get("positive_threshold", 4.0)
-    pairs = [p for split in cfg.get("splits", ["test"]) for p in _read_stsb(job, manifest, split)]
+    threshold = cfg["positive_threshold"]
+    pairs = [p for split in cfg["splits"] for p in _read_stsb(job, manifest, split)]
     positives = [p for p in pairs if p.score > threshold]
     sentences = sorted({s for p in pairs for s in (p.s1, p.s2)})
     vectors = job.embed_groups({"all": sentences, "s1": [p.s1 for p in positives],
@@ -153,7 +153,7 @@ def run_align_uniform(job: SuiteJob, manifest: Path, out: Path) -> dict:
 
 def run_anisotropy(job: SuiteJob, corpus: Path, out: Path) -> dict:
     cfg = job.settings
-    sentences = corpus_sentences(corpus, cfg.get("n_sentences", 100000), cfg.get("max_words", 32))
+    sentences = corpus_sentences(corpus, cfg["n_sentences"], cfg["max_words"])
     contextual = job.embed(sentences)
     static = static_token_average(job, sentences)
     table = job.model.encoder.get_input_embeddings().weight.detach().float().cpu().numpy()
@@ -184,7 +184,7 @@ def static_token_average(job: SuiteJob, sentences: list[str]) -> np.ndarray:
     """Attention-masked mean of the word embeddings alone (special tokens kept), length-sorted batches. -> (N, H)"""
     embeddings = job.model.encoder.get_input_embeddings()
     order = sorted(range(len(sentences)), key=lambda i: len(sentences[i].split()))
-    batch_size = job.settings.get("batch_size", 128)
+    batch_size = job.settings["batch_size"]
     out = np.zeros((len(sentences), embeddings.weight.shape[1]), dtype=np.float32)
     for start in range(0, len(order), batch_size):
         rows = order[start:start + batch_size]

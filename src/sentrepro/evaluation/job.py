@@ -123,7 +123,7 @@ class SuiteJob:
         """Vectors of ``sentences`` (N, H) float32 in input order; duplicates are encoded once."""
         self.encoded += len(set(sentences))
         return encode_sentences(self.method, self.model, sentences, purpose="test",
-                                batch_size=self.settings.get("batch_size", 128), device=self.device,
+                                batch_size=self.settings["batch_size"], device=self.device,
                                 precision=self.precision)
 
     def embed_groups(self, groups: dict) -> dict:

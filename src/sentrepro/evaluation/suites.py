@@ -103,14 +103,14 @@ def run_transfer(job: SuiteJob, manifest: Path, out: Path) -> dict:
     from sentrepro.evaluation.transfer import evaluate_cv_task, evaluate_fixed_test_task, evaluate_split_task
 
     cfg = job.settings
-    subset = SubsetLog(cfg.get("max_samples"), cfg.get("subset_seed", 0))
+    subset = SubsetLog(cfg["max_samples"], cfg["subset_seed"])
     tasks, files = load_transfer_tasks(source_root(manifest), cfg["tasks"], subset,
                                        check_counts=job.check_counts)
     job.add_data_files(files, "transfer data file")
     vectors = job.embed_groups({(t, s): split.sentences for t, splits in tasks.items() for s, split in splits.items()})
     features = {(t, s): split_features(tasks[t][s], vectors[(t, s)]) for t in tasks for s in tasks[t]}
-    device = resolve_device(cfg.get("device", "auto"))
-    protocol = {"mode": cfg["mode"], "device": device, "seed": cfg.get("seed", 1111)}
+    device = resolve_device(cfg["device"])
+    protocol = {"mode": cfg["mode"], "device": device, "seed": cfg["seed"]}
     results = {}
     for task, splits in tasks.items():
         labels = {name: split.labels for name, split in splits.items()}
@@ -141,11 +141,11 @@ def run_fewshot(job: SuiteJob, manifest: Path, out: Path) -> dict:
     from sentrepro.evaluation.fewshot import cv_task_holdout, evaluate_fewshot, sample_per_class
 
     cfg = job.settings
-    subset = SubsetLog(cfg.get("max_samples"), cfg.get("subset_seed", 0))
+    subset = SubsetLog(cfg["max_samples"], cfg["subset_seed"])
     tasks, files = load_transfer_tasks(source_root(manifest), cfg["tasks"], SubsetLog(None, 0),
                                        check_counts=job.check_counts)
     job.add_data_files(files, "transfer data file")
-    holdout = {"folds": cfg.get("holdout_folds", 10), "seed": cfg.get("holdout_seed", 1111)}
+    holdout = {"folds": cfg["holdout_folds"], "seed": cfg["holdout_seed"]}
     pools, tests, sampled = {}, {}, {}
     for task, splits in tasks.items():
         if task in CV_TASKS:
@@ -165,7 +165,7 @@ def run_fewshot(job: SuiteJob, manifest: Path, out: Path) -> dict:
         groups[(task, "pool")] = pools[task].take(sampled[task]).sentences
         groups[(task, "test")] = tests[task].sentences
     vectors = job.embed_groups(groups)
-    device = resolve_device(cfg.get("device", "auto"))
+    device = resolve_device(cfg["device"])
     results = {}
     for task in tasks:
         pool_features = split_features(pools[task].take(sampled[task]), vectors[(task, "pool")])
@@ -173,7 +173,7 @@ def run_fewshot(job: SuiteJob, manifest: Path, out: Path) -> dict:
         X_pool[sampled[task]] = pool_features
         X_test = split_features(tests[task], vectors[(task, "test")])
         result = evaluate_fewshot(X_pool, pools[task].labels, X_test, tests[task].labels, shots=cfg["shots"],
-                                  seeds=cfg["seeds"], mode=cfg["mode"], n_epochs=cfg.get("n_epochs"), device=device)
+                                  seeds=cfg["seeds"], mode=cfg["mode"], n_epochs=cfg["n_epochs"], device=device)
         if task in CV_TASKS:
             result["holdout"] = holdout
         result["n_encoded_pool"] = int(len(sampled[task]))
@@ -195,7 +195,7 @@ def run_clustering(job: SuiteJob, manifest: Path, out: Path) -> dict:
 
     cfg = job.settings
     root = source_root(manifest)
-    subset = SubsetLog(cfg.get("max_samples"), cfg.get("subset_seed", 0))
+    subset = SubsetLog(cfg["max_samples"], cfg["subset_seed"])
     data = {}
     for name in cfg["sets"]:
         items = read_clustering(root, name, check_counts=job.check_counts)
@@ -207,7 +207,7 @@ def run_clustering(job: SuiteJob, manifest: Path, out: Path) -> dict:
     results = {}
     for name, (_, labels) in data.items():
         result = evaluate_clustering(vectors[name], labels, k=int(len(np.unique(labels))), seeds=cfg["seeds"],
-                                     n_init=cfg.get("n_init", 10))
+                                     n_init=cfg["n_init"])
         results[name] = {**result, "reported": result["acc_mean"]}
     results["avg"] = mean_reported(results, data)
     results["avg"]["nmi"] = float(np.mean([results[name]["nmi_mean"] for name in data]))
@@ -243,15 +243,15 @@ def run_wos(job: SuiteJob, manifest: Path, out: Path) -> dict:
     documents = read_wos(root, version, check_counts=job.check_counts)
     version_dir = wos_version_dir(root, version)
     job.add_data_files([version_dir / name for name in (WOS_TEXT_FILE,) + WOS_LABEL_FILES], "WOS data file")
-    subset = SubsetLog(cfg.get("max_samples"), cfg.get("subset_seed", 0))
+    subset = SubsetLog(cfg["max_samples"], cfg["subset_seed"])
     labels = np.array([doc.label for doc in documents], dtype=np.int64)
     rows = subset.take(version, "all", labels)
-    cut = [truncate_to_tokens(job.tokenizer, documents[i].text, cfg.get("max_tokens")) for i in rows]
+    cut = [truncate_to_tokens(job.tokenizer, documents[i].text, cfg["max_tokens"]) for i in rows]
     vectors = job.embed([text for text, _ in cut])
     parents = np.array([documents[i].parent for i in rows], dtype=np.int64)
     details = evaluate_wos(vectors, labels[rows], parents, test_fraction=cfg["test_fraction"],
-                           split_seed=cfg["split_seed"], mode=cfg["mode"], hidden_dim=cfg.get("hidden_dim", 0),
-                           device=resolve_device(cfg.get("device", "auto")), seed=cfg.get("seed", 1111))
+                           split_seed=cfg["split_seed"], mode=cfg["mode"], hidden_dim=cfg["hidden_dim"],
+                           device=resolve_device(cfg["device"]), seed=cfg["seed"])
     level, average = details[cfg["level"]], cfg["average"]
     values = {"acc": level["acc"], "precision": level[f"{average}_precision"],
               "recall": level[f"{average}_recall"], "f1": level[f"{average}_f1"]}

@@ -179,13 +179,3 @@ def spec_methods(spec: dict) -> set[str]:
         for column in spec["columns"]:
             found.add(cell_selector(spec, row, column)["method"])
     return found
-
-
-def spec_suites(spec: dict) -> set[str]:
-    found = set()
-    for row in spec["rows"]:
-        if row.get("reported_only"):
-            continue
-        for column in spec["columns"]:
-            found.add(cell_selector(spec, row, column)["suite"])
-    return found
