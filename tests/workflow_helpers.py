@@ -86,12 +86,13 @@ def planned_jobs(result: subprocess.CompletedProcess) -> dict[str, int]:
 
 
 def copy_checkout(target: Path) -> Path:
-    """A copy of the checkout's workflow and package (Snakefile, config.yaml, workflow/, src/sentrepro) at
+    """A copy of the checkout's workflow and package (Snakefile, config.yaml, workflow/, envs/, src/sentrepro) at
     ``target``; :func:`snakemake` with ``repo=target`` runs it with that copy of the package imported."""
     ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
     target.mkdir(parents=True)
     for name in ("Snakefile", "config.yaml"):
         shutil.copy2(REPO / name, target / name)
     shutil.copytree(REPO / "workflow", target / "workflow", ignore=ignore)
+    shutil.copytree(REPO / "envs", target / "envs", ignore=ignore)  # the rules' conda: files (job metadata)
     shutil.copytree(REPO / "src" / "sentrepro", target / "src" / "sentrepro", ignore=ignore)
     return target
