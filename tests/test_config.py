@@ -31,6 +31,41 @@ def test_unknown_key_is_named(paper):
         validate(paper)
 
 
+def test_a_parameter_of_another_kind_is_unknown_and_each_kind_takes_its_registered_params(paper):
+    """Per-kind parameter schemas come from the registry: ESimCSE's dup_rate is no SimCSE key."""
+    from sentrepro import registry
+
+    wrong = copy.deepcopy(paper)
+    wrong["methods"]["simcse"]["params"]["dup_rate"] = 0.3
+    with pytest.raises(ConfigError, match=r"unknown config key 'methods\.simcse\.params\.dup_rate'"):
+        validate(wrong)
+    wrong = copy.deepcopy(paper)
+    wrong["methods"]["simcse"]["per_backbone"]["bert-base"]["prompt_len"] = 4  # a ConPVP key, as an override
+    with pytest.raises(ConfigError, match=r"unknown config key 'methods\.simcse\.per_backbone\.bert-base\.prompt_len'"):
+        validate(wrong)
+    right = copy.deepcopy(paper)
+    right["methods"]["esimcse"]["params"]["dup_rate"] = 0.3
+    validate(right)
+    assert "dup_rate" in registry.method("esimcse").params and "dup_rate" not in registry.method("simcse").params
+    assert set(registry.parameter_group("trainer")) <= set(registry.method("simcse").params)
+
+
+def test_kind_suite_and_figure_enums_come_from_the_registry(paper):
+    from sentrepro import registry
+    from sentrepro.config import schema
+
+    properties = schema()["properties"]
+    assert properties["methods"]["additionalProperties"]["properties"]["kind"]["enum"] == list(registry.methods())
+    evaluation = properties["evaluation"]["properties"]
+    assert evaluation["suites"]["items"]["enum"] == list(registry.suites())
+    assert evaluation["figures"]["items"]["enum"] == list(registry.figures())
+    assert {name for name, entry in registry.suites().items() if entry.settings} <= set(evaluation)
+    wrong = copy.deepcopy(paper)
+    wrong["methods"]["simcse"]["kind"] = "simcse2"
+    with pytest.raises(ConfigError, match="simcse2"):
+        validate(wrong)
+
+
 def test_unknown_top_level_key_is_named(paper):
     paper["experimnet"] = "x"
     with pytest.raises(ConfigError, match="unknown config key 'experimnet'"):
