@@ -16,6 +16,7 @@ import yaml
 
 from sentrepro.core import deep_merge
 from sentrepro.data.clustering import CLUSTERING_SETS
+from sentrepro.data.tasks import task_names
 from sentrepro.data.fixtures.wos import DOCS_PER_VERSION
 from sentrepro import registry
 from tests.workflow_helpers import planned_jobs, snakemake, tiny_overlay, write_overlay
@@ -29,7 +30,7 @@ SUITES = [name for name, entry in registry.suites().items() if entry.model == "c
 FIGURES = list(registry.figures())
 PROTOCOL_SUITES = ("transfer", "fewshot", "clustering", "wos")  # on the trained run only (fewer jobs)
 ONLY_SIMCSE = {"backbones": ["tiny-bert"], "methods": ["simcse"]}
-TRANSFER_TASKS = ["MR", "CR", "SUBJ", "MPQA", "SST2", "TREC", "MRPC"]
+TRANSFER_TASKS = task_names("transfer")
 EVALUATION = {
     "suites": list(SUITES),
     "figures": list(FIGURES),

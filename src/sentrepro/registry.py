@@ -18,6 +18,8 @@ from pathlib import Path
 
 import yaml
 
+from sentrepro.data.tasks import task_names
+
 # Package data this module reads (sentrepro.codedeps adds it to the code of every rule importing us).
 PACKAGE_DATA = ("registry.yaml",)
 REGISTRY_PATH = Path(__file__).resolve().parent / PACKAGE_DATA[0]
@@ -217,9 +219,21 @@ def parameter_schema(kind: str) -> dict:
             "properties": {key: copy.deepcopy(known[key]) for key in method(kind).params}}
 
 
+def _with_task_enums(node):
+    """``{"enum_of": group}`` -> ``{"enum": <the group's names in data/tasks.yaml>}``, anywhere in ``node``."""
+    if isinstance(node, dict):
+        if "enum_of" in node:
+            rest = {k: v for k, v in node.items() if k != "enum_of"}
+            return {**rest, "enum": task_names(node["enum_of"])}
+        return {key: _with_task_enums(value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_with_task_enums(value) for value in node]
+    return node
+
+
 def suite_block_schema(name: str, scheduling: dict) -> dict:
     """JSON schema of ``evaluation.<name>``: the suite's settings plus the ``scheduling`` keys."""
-    settings = copy.deepcopy(suite(name).settings)
+    settings = _with_task_enums(copy.deepcopy(suite(name).settings))
     properties = {**settings.get("properties", {}), **copy.deepcopy(scheduling)}
     schema = {"type": "object", "additionalProperties": False, "properties": properties}
     for key in ("description", "required"):

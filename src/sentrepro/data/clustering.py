@@ -22,18 +22,10 @@ from typing import Iterable
 
 from sentrepro.data.counts import check_classes, check_count
 from sentrepro.data.records import DataFormatError, LabelledText, parse_int, read_text_lines
+from sentrepro.data.tasks import clustering_sets
 
-# name -> path relative to the repository's data/ folder (the local short-text-clustering dir).
-CLUSTERING_SETS: dict[str, str] = {
-    "AgNews": "agnewsdataraw-8000",
-    "SearchSnippets": "search_snippets/search_snippets_true_text",
-    "StackOverflow": "stackoverflow/stackoverflow_true_text",
-    "Biomedical": "biomedical/biomedical_true_text",
-    "GoogleNews-S": "S",
-    "GoogleNews-T": "T",
-    "GoogleNews-TS": "TS",
-    "Tweet": "tweet-original-order.txt",
-}
+# name -> path relative to the repository's data/ folder (the local short-text-clustering dir): tasks.yaml
+CLUSTERING_SETS: dict[str, str] = clustering_sets()
 
 
 def read_clustering(root: Path, name: str, *, check_counts: bool = True) -> list[LabelledText]:

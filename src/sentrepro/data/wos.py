@@ -23,8 +23,9 @@ from pathlib import Path
 from sentrepro.data.counts import check_classes, check_count, check_parent_classes
 from sentrepro.data.records import DataFormatError, Document, parse_int, read_text_lines
 from sentrepro.fsutil import atomic_dir
+from sentrepro.data.tasks import task_names
 
-WOS_VERSIONS: tuple[str, ...] = ("WOS5736", "WOS11967", "WOS46985")
+WOS_VERSIONS: tuple[str, ...] = tuple(task_names("wos"))  # data/tasks.yaml
 WOS_TEXT_FILE = "X.txt"
 WOS_LABEL_FILES: tuple[str, ...] = ("Y.txt", "YL1.txt", "YL2.txt")  # flat, parent, child
 WOS_ARCHIVE_DIR = "WebOfScience"

@@ -16,12 +16,17 @@ import numpy as np
 
 from sentrepro import registry
 from sentrepro.data.sts import read_sick, read_sts_benchmark, read_sts_year
+from sentrepro.data.tasks import sts_tasks
 from sentrepro.evaluation.item_scores import pairs_path, write_pairs
 from sentrepro.evaluation.job import SuiteJob, source_root, write_metrics
 from sentrepro.evaluation.sts import aggregate_subsets, cosine_rows, correlations
 from sentrepro.provenance import file_record
 
-YEARS = {"STS12": 2012, "STS13": 2013, "STS14": 2014, "STS15": 2015, "STS16": 2016}
+# The STS tasks and where each sits in its source: data/tasks.yaml. STS12-16 are scored per year over
+# their subsets ("all"); the others from one test file, read by the reader its entry names.
+STS_TASKS = sts_tasks()
+YEARS = {task: entry["year"] for task, entry in STS_TASKS.items() if "year" in entry}
+READERS = {"stsb": read_sts_benchmark, "sick": read_sick}
 
 
 def load_sts_tasks(root: Path, cfg: dict) -> tuple[dict[str, dict[str, list]], list[Path]]:
@@ -29,20 +34,17 @@ def load_sts_tasks(root: Path, cfg: dict) -> tuple[dict[str, dict[str, list]], l
     tasks: dict[str, dict[str, list]] = {}
     used: list[Path] = []
     for task in cfg["tasks"]:
+        if task not in STS_TASKS:
+            raise ValueError(f"evaluation.sts.tasks: unknown task '{task}' (known: {', '.join(STS_TASKS)})")
+        entry = STS_TASKS[task]
+        directory = root / cfg.get(entry["dir_key"], entry["default_dir"])
         if task in YEARS:
-            sts_dir = root / cfg.get("sts_dir", "STS")
-            tasks[task] = read_sts_year(sts_dir, YEARS[task], variant=cfg["variant"])
-            used.extend(sorted((sts_dir / f"{task}-en-test").glob("STS*.txt")))
-        elif task == "STSBenchmark":
-            path = root / cfg.get("stsb_dir", "STS/STSBenchmark") / "sts-test.csv"
-            tasks[task] = {"test": read_sts_benchmark(path)}
-            used.append(path)
-        elif task == "SICKRelatedness":
-            path = root / cfg.get("sick_dir", "SICK") / "SICK_test_annotated.txt"
-            tasks[task] = {"test": read_sick(path)}
-            used.append(path)
+            tasks[task] = read_sts_year(directory, YEARS[task], variant=cfg["variant"])
+            used.extend(sorted((directory / f"{task}-en-test").glob("STS*.txt")))
         else:
-            raise ValueError(f"evaluation.sts.tasks: unknown task '{task}'")
+            path = directory / entry["file"]
+            tasks[task] = {"test": READERS[entry["reader"]](path)}
+            used.append(path)
     return tasks, used
 
 

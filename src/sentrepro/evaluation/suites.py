@@ -15,14 +15,14 @@ from pathlib import Path
 
 import numpy as np
 
+from sentrepro.data.tasks import transfer_tasks
 from sentrepro.evaluation.job import SuiteJob, mean_reported, resolve_device, source_root, write_metrics
 from sentrepro.evaluation.subsets import SubsetLog
 
-TRANSFER_TASKS = ("MR", "CR", "SUBJ", "MPQA", "SST2", "TREC", "MRPC")
-CV_TASKS = ("MR", "CR", "SUBJ", "MPQA")
-# Where each task sits in SentEval's data/downstream layout.
-TRANSFER_DIRS = {"MR": "MR", "CR": "CR", "SUBJ": "SUBJ", "MPQA": "MPQA", "SST2": "SST/binary", "TREC": "TREC",
-                 "MRPC": "MRPC"}
+# The seven tasks, their folders in SentEval's data/downstream layout, and their protocols: data/tasks.yaml
+TRANSFER_TASKS = tuple(transfer_tasks())
+CV_TASKS = tuple(task for task, entry in transfer_tasks().items() if entry["protocol"] == "cv")
+TRANSFER_DIRS = {task: entry["dir"] for task, entry in transfer_tasks().items()}
 
 
 # ------------------------------------------------------------------------------------------------
