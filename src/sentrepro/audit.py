@@ -260,7 +260,7 @@ def audit_verdict(csv_path: Path, claim: str) -> AuditReport:
     report.lines.append(f"verdict {record['verdict']}: ours {record['ours_delta'] or '–'}, paper "
                         f"{record['paper_delta'] or '–'}; seeds: {intervals[0] or '–'}; items: {intervals[1] or '–'}")
     claims_path, _, digest = prov["claims_file"].partition("#sha256=")
-    _verify(Path(claims_path), digest, report, "- ", "claims file:")
+    _verify(local_path(claims_path), digest, report, "- ", "claims file:")
     seen: set[Path] = set()
     for key in ("a", "b"):
         side = prov[key]

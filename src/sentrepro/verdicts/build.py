@@ -30,6 +30,7 @@ import numpy as np
 
 from sentrepro.evaluation.item_scores import ItemScoresError, item_scores_file, read_pairs
 from sentrepro.fsutil import read_json, sha256_file
+from sentrepro.provenance import project_path
 from sentrepro.stats import (
     INCONCLUSIVE,
     Interval,
@@ -334,7 +335,7 @@ def build_verdicts(claims: dict, metrics_files: list[Path], backbones: dict, exp
     return VerdictResult(experiment=experiment, claims=results, not_checked=list(claims.get("not_checked") or []),
                          cells=cell_noise(tables, claims["noise"]["default_std"]),
                          settings={"noise": claims["noise"], "bootstrap": settings},
-                         claims_file=f"{claims_path}#sha256={sha256_file(claims_path)}")
+                         claims_file=f"{project_path(claims_path)['path']}#sha256={sha256_file(claims_path)}")
 
 
 # --- provenance of one verdict row (what `sentrepro audit` follows) ------------------------------------
