@@ -159,3 +159,26 @@ def test_an_evaluation_job_covers_its_own_suite_module_only():
     assert "evaluation/sts_suite.py" in sts and "methods/simcse.py" in sts and "evaluation/suites.py" not in sts
     clustering = set(closure_files(registry.job_entries("cli:evaluate", "frozen", "clustering")))
     assert "evaluation/suites.py" in clustering and "evaluation/sts_suite.py" not in clustering
+
+
+def test_registry_keys_that_only_schedule_change_no_fingerprint(package_copy):
+    """registry.yaml's `fingerprint_ignores` (resources, cost, ...) leave every job's code as it was; an
+    implementation change does not."""
+    entries = ["cli:evaluate", "sentrepro.methods.simcse", "sentrepro.evaluation.sts_suite"]
+    before = codedeps.rule_code(entries)
+    registry_file = package_copy / "registry.yaml"
+    text = registry_file.read_text()
+    for old, new in (("resources: {mem_mb: 8000, runtime: 30, cpus_per_task: 2, gpu: 0}",
+                      "resources: {mem_mb: 9000, runtime: 45, cpus_per_task: 4, gpu: 1}"),
+                     ("cost: {small: 20, base: 60, large: 150}", "cost: {small: 21, base: 61, large: 151}"),
+                     ("    group: evaluate\n", "    group: other\n")):
+        assert old in text
+        text = text.replace(old, new)
+    registry_file.write_text(text)
+    codedeps.file_fingerprint.cache_clear()
+    codedeps._record.cache_clear()
+    assert codedeps.rule_code(entries) == before
+    registry_file.write_text(text.replace("    data: sts\n", "    data: source\n", 1))  # what a suite reads
+    codedeps.file_fingerprint.cache_clear()
+    codedeps._record.cache_clear()
+    assert codedeps.rule_code(entries) != before

@@ -280,9 +280,23 @@ def _strip_docstrings(tree: ast.AST) -> ast.AST:
     return tree
 
 
+# A YAML data file may list, under this top-level key, keys that only schedule or estimate jobs (resources,
+# cost assumptions): they are left out of its fingerprint, at any depth, so editing them reruns nothing.
+NEUTRAL_KEYS = "fingerprint_ignores"
+
+
+def _without_keys(node, keys: frozenset):
+    if isinstance(node, dict):
+        return {k: _without_keys(v, keys) for k, v in node.items() if k not in keys}
+    if isinstance(node, list):
+        return [_without_keys(v, keys) for v in node]
+    return node
+
+
 def normalised_source(rel: str) -> bytes:
     """What a file's fingerprint hashes: a module's syntax tree without docstrings, a YAML or JSON
-    file's content as canonical JSON, any other file's bytes."""
+    file's content as canonical JSON (without the keys its ``fingerprint_ignores`` lists), any other
+    file's bytes."""
     path = PACKAGE_DIR / rel
     if rel.endswith(".py"):
         tree = _strip_docstrings(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)))
@@ -292,6 +306,8 @@ def normalised_source(rel: str) -> bytes:
 
         with open(path, encoding="utf-8") as handle:
             content = yaml.safe_load(handle)
+        if isinstance(content, dict) and NEUTRAL_KEYS in content:
+            content = _without_keys(content, frozenset(content[NEUTRAL_KEYS]) | {NEUTRAL_KEYS})
         return json.dumps(content, sort_keys=True, separators=(",", ":"), default=str).encode()
     return path.read_bytes()
 
