@@ -152,9 +152,10 @@ def spec_for(name: str, args, model_dir: Path, corpora: dict, **overrides) -> di
     recipe = config_recipe(name)
     warmup, windows, steps = SCHEDULE["tiny" if args.tiny else "gpu"]
     batch = args.batch_size or recipe["params"]["batch_size"]
+    corpus = corpora[registry.method(recipe["kind"]).training_corpus]
     spec = {"model": str(model_dir), "family": "bert", "name": name, "kind": recipe["kind"],
             "params": recipe["params"], "attention": "sdpa", "batch_size": batch, "warmup": warmup,
-            "windows": windows, "steps": steps, "corpus": str(corpora[kind_training_corpus(recipe["kind"])]),
+            "windows": windows, "steps": steps, "corpus": str(corpus),
             "device": args.device, "precision": args.precision, "threads": args.threads, "pin_memory": True,
             "sync_every": 50, "compile": False, "sync_audit": True}
     spec.update(overrides)

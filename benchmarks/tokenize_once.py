@@ -60,7 +60,7 @@ def matrix_counts(config_path: Path) -> dict:
             continue  # frozen baselines: no training corpus
         kind = config["methods"][run.method]["kind"]
         tokenizer = config["backbones"][run.backbone]["tokenizer"]
-        per_cache[(tokenizer, registry.method(kind)).training_corpus] += 1
+        per_cache[(tokenizer, registry.method(kind).training_corpus)] += 1
         per_kind[(kind, tokenizer)] += 1
     return {"per_cache": per_cache, "per_kind": per_kind}
 

@@ -65,7 +65,7 @@ def worker_spec(prepared: dict, model: str, name: str, args, **overrides) -> dic
     batch, warmup, windows, steps = DEFAULTS[model]
     spec = {"model": str(prepared["models"][model]), "family": "bert", "name": name, "kind": recipe["kind"],
             "params": recipe["params"], "attention": "eager",
-            "corpus": str(prepared["corpora"][kind_training_corpus(recipe["kind"])]),
+            "corpus": str(prepared["corpora"][registry.method(recipe["kind"]).training_corpus]),
             "batch_size": args.batch_size or batch, "warmup": args.warmup if args.warmup is not None else warmup,
             "windows": args.windows or windows, "steps": args.steps or steps, "threads": args.threads,
             "device": args.device}
