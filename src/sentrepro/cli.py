@@ -272,6 +272,19 @@ def cmd_cost(args) -> int:
     return 0
 
 
+def cmd_registry(args) -> int:
+    from sentrepro.config import ConfigError, load_config
+    from sentrepro.overview import format_overview
+
+    try:
+        config = load_config(*args.configfiles)
+    except ConfigError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    sys.stdout.write(format_overview(config["methods"]))
+    return 0
+
+
 def cmd_audit(args) -> int:
     from sentrepro.audit import AuditError, audit_cell, audit_verdict, is_verdict_csv
 
@@ -415,6 +428,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("cost", help="count the jobs of a config and estimate its GPU-hours before running it")
     p.add_argument("configfiles", nargs="+", help="config.yaml, then overlays")
     p.set_defaults(func=cmd_cost)
+
+    p = sub.add_parser("registry", help="list the method kinds, suites and figures, and the paper tables each feeds")
+    p.add_argument("configfiles", nargs="*", default=["config.yaml"], help="config files naming the methods "
+                   "(default: config.yaml)")
+    p.set_defaults(func=cmd_registry)
 
     p = sub.add_parser("audit", help="trace a table cell (or a verdict row) back to raw data and verify every hash")
     p.add_argument("csv", help="a table's <name>.csv, or verdicts.csv")
