@@ -382,7 +382,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("evaluate", help="evaluate a run (or a frozen backbone) on a suite")
-    p.add_argument("suite", help="an evaluation suite of src/sentrepro/registry.yaml")
+    p.add_argument("suite", help="an evaluation suite (`sentrepro registry` lists them)")
     p.add_argument("--spec", required=True)
     p.add_argument("--run-dir", default="")
     p.add_argument("--data-manifest", "--data", dest="data_manifest", required=True,
@@ -393,7 +393,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("figure", help="draw a paper figure (PNG + PDF) from one suite's metrics files")
-    p.add_argument("name", help="a figure of src/sentrepro/registry.yaml")
+    p.add_argument("name", help="a figure (`sentrepro registry` lists them)")
     p.add_argument("--spec", required=True, help="figure context as JSON")
     p.add_argument("--out-prefix", required=True)
     p.add_argument("--metrics", nargs="+", required=True, help="metrics JSON files of the figure's suite")
