@@ -361,24 +361,26 @@ def test_a_moved_project_plans_nothing_and_each_module_edit_reruns_the_rules_tha
             mismatches[rel] = {"planned": sorted(planned), "expected": sorted(expected)}
     assert not mismatches, mismatches
 
-    # a comment and docstring edit of a module every training imports reruns nothing
-    runner = package / "runner.py"
-    original = runner.read_text(encoding="utf-8")
-    runner.write_text(original.replace('"""The steps behind', '"""(Reworded.) The steps behind', 1)
-                      + "\n# a comment\n", encoding="utf-8")
+    # a comment and docstring edit of a module every training and every evaluation imports reruns nothing
+    shared = package / "evaluation" / "job.py"
+    original = shared.read_text(encoding="utf-8")
+    reworded = original.replace('"""One evaluation job:', '"""(Reworded.) One evaluation job:', 1)
+    assert reworded != original
+    shared.write_text(reworded + "\n# a comment\n", encoding="utf-8")
     assert planned_jobs(snakemake(workdir, "-n", repo=repo)) == {}
 
-    # a behaviour change of runner.py: the audit of a cell names the stale files and the module
-    runner.write_text(original + "\n_PROBE = 1\n", encoding="utf-8")
+    # a behaviour change of it: the audit of a cell names the stale files and the module
+    shared.write_text(original + "\n_PROBE = 1\n", encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": str(repo / "src")}
     audit = subprocess.run([str(Path(sys.executable).with_name("sentrepro")), "audit",
                             "results/wftest/tables/sts_main.csv", "BERT-base SimCSE", "STS-B"],
                            cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
     assert audit.returncode == 1, audit.stdout + audit.stderr
     for needle in ("results/wftest/metrics/tiny-bert/simcse/seed1/sts.json (stale: code of cli:evaluate",
-                   "results/wftest/runs/tiny-bert/simcse/seed1/train.json (stale: code of cli:train", "runner.py: "):
+                   "results/wftest/runs/tiny-bert/simcse/seed1/train.json (stale: code of cli:train",
+                   "evaluation/job.py: "):
         assert needle in audit.stdout, audit.stdout[-3000:]
-    runner.write_text(original, encoding="utf-8")
+    shared.write_text(original, encoding="utf-8")
 
 
 def test_built_tables_compare_like_with_like(finished_run):
