@@ -19,14 +19,22 @@ def _spec(text: str) -> dict:
         raise SystemExit(f"--spec is not valid JSON: {exc}") from exc
 
 
-def cmd_check_config(args) -> int:
+def _validated_config(paths: list[str]) -> dict | None:
+    """The config files loaded and validated, or None after printing the error (the command exits 2)."""
     from sentrepro.config import ConfigError, load_config
-    from sentrepro.core import runs
 
     try:
-        config = load_config(*args.configfiles)
+        return load_config(*paths)
     except ConfigError as exc:
         print(exc, file=sys.stderr)
+        return None
+
+
+def cmd_check_config(args) -> int:
+    from sentrepro.core import runs
+
+    config = _validated_config(args.configfiles)
+    if config is None:
         return 2
     print(f"config OK: experiment '{config['experiment']}', {len(runs(config))} runs")
     return 0
@@ -273,13 +281,10 @@ def cmd_cost(args) -> int:
 
 
 def cmd_registry(args) -> int:
-    from sentrepro.config import ConfigError, load_config
     from sentrepro.overview import format_overview
 
-    try:
-        config = load_config(*args.configfiles)
-    except ConfigError as exc:
-        print(exc, file=sys.stderr)
+    config = _validated_config(args.configfiles)
+    if config is None:
         return 2
     sys.stdout.write(format_overview(config["methods"]))
     return 0

@@ -26,8 +26,11 @@ SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "config.schema.yaml"
 
 
 def load_yaml(path: str | Path) -> dict:
-    with open(path, encoding="utf-8") as handle:
-        data = yaml.safe_load(handle) or {}
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = yaml.safe_load(handle) or {}
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such config file") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: the top level must be a mapping")
     return data
@@ -117,9 +120,6 @@ def _check_references(config: dict) -> None:
         value = config.get("training", {}).get(key)
         if value is not None and value not in sources:
             problems.append(f"training.{key}: unknown source '{value}'")
-    sts_source = config.get("evaluation", {}).get("sts", {}).get("source")
-    if sts_source is not None and sts_source not in sources:
-        problems.append(f"evaluation.sts.source: unknown source '{sts_source}'")
     problems += _data_source_problems(config)
     from sentrepro.pretrained.names import backbone_problems  # Hub id or local model; revision pins Hub ids only
 

@@ -154,25 +154,22 @@ def figures() -> dict[str, FigureEntry]:
     return out
 
 
+def _lookup(entries: dict, name: str, what: str):
+    if name not in entries:
+        raise ValueError(f"unknown {what} '{name}' (known: {', '.join(entries)})")
+    return entries[name]
+
+
 def method(kind: str) -> MethodEntry:
-    try:
-        return methods()[kind]
-    except KeyError:
-        raise ValueError(f"unknown method kind '{kind}' (known: {', '.join(methods())})") from None
+    return _lookup(methods(), kind, "method kind")
 
 
 def suite(name: str) -> SuiteEntry:
-    try:
-        return suites()[name]
-    except KeyError:
-        raise ValueError(f"unknown evaluation suite '{name}' (known: {', '.join(suites())})") from None
+    return _lookup(suites(), name, "evaluation suite")
 
 
 def figure(name: str) -> FigureEntry:
-    try:
-        return figures()[name]
-    except KeyError:
-        raise ValueError(f"unknown figure '{name}' (known: {', '.join(figures())})") from None
+    return _lookup(figures(), name, "figure")
 
 
 def implementation_module(implementation: str) -> str:
