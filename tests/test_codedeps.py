@@ -9,6 +9,7 @@ import pytest
 
 from sentrepro import codedeps
 from tests.module_closures import cli_commands, command_script, modulefinder_closure, rule_entries
+from tests.workflow_helpers import same_size_behaviour_change
 
 
 
@@ -182,3 +183,95 @@ def test_registry_keys_that_only_schedule_change_no_fingerprint(package_copy):
     codedeps.file_fingerprint.cache_clear()
     codedeps._record.cache_clear()
     assert codedeps.rule_code(entries) != before
+
+
+# --- the content-addressed fingerprint cache ----------------------------------------------------
+
+
+def test_a_same_size_same_mtime_behaviour_edit_changes_the_cached_fingerprint(package_copy, tmp_path, monkeypatch):
+    """The cache is keyed by content: an edit that keeps a file's size and modification time (what an
+    mtime-keyed cache would miss) still changes the fingerprint, read through a warm cache."""
+    import os
+
+    monkeypatch.setenv(codedeps.CACHE_ENV, str(tmp_path / "fp-cache"))
+    runner = package_copy / "runner.py"
+    text = runner.read_text()
+    stat = runner.stat()
+    before = codedeps.file_fingerprint("runner.py")
+    assert any((tmp_path / "fp-cache").rglob("*")), "the cache was not written"
+    codedeps.file_fingerprint.cache_clear()
+    assert codedeps.file_fingerprint("runner.py") == before  # read back from the warm cache
+    edited = same_size_behaviour_change(text)
+    assert edited != text and len(edited.encode()) == len(text.encode())
+    runner.write_text(edited)
+    os.utime(runner, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert runner.stat().st_size == stat.st_size and runner.stat().st_mtime_ns == stat.st_mtime_ns
+    codedeps.file_fingerprint.cache_clear()
+    after = codedeps.file_fingerprint("runner.py")
+    monkeypatch.setenv(codedeps.CACHE_ENV, "off")
+    codedeps.file_fingerprint.cache_clear()
+    assert after == codedeps.file_fingerprint("runner.py") != before  # what no cache computes
+
+
+def test_a_corrupt_or_misplaced_cache_entry_is_ignored_and_rewritten(package_copy, tmp_path, monkeypatch):
+    """An entry is used only when it reads back as '<its own key> <checksum> <value>': a truncated, garbled
+    or altered entry, or a valid entry of another file copied under this key, is recomputed and replaced."""
+    cache = tmp_path / "fp-cache"
+    monkeypatch.setenv(codedeps.CACHE_ENV, str(cache))
+    rel, other = "runner.py", "templates.py"
+    key = codedeps.cache_key(rel, (package_copy / rel).read_bytes())
+    other_key = codedeps.cache_key(other, (package_copy / other).read_bytes())
+    assert key != other_key
+    true = codedeps.file_fingerprint(rel)
+    codedeps.file_fingerprint(other)
+    entry, other_entry = cache / key[:2] / key, cache / other_key[:2] / other_key
+    good = entry.read_text()
+    assert good.startswith(f"{key} ") and good.endswith(f" {true}\n")
+    wrong = "0" * codedeps.DIGITS if true != "0" * codedeps.DIGITS else "1" * codedeps.DIGITS
+    for corrupt in (good[:-4] + "\n", good[:-1], "\x00garbage", "", good.replace(true, wrong),
+                    good + "extra\n", other_entry.read_text()):
+        entry.write_text(corrupt)
+        codedeps.file_fingerprint.cache_clear()
+        assert codedeps.file_fingerprint(rel) == true, repr(corrupt)
+        assert entry.read_text() == good  # rewritten
+
+
+def test_the_cache_key_is_the_content_and_the_normaliser():
+    """Same bytes, same key; one byte changed, another suffix (another normalisation) or another kind of
+    derivation, another key."""
+    raw = b"x = 1\n"
+    assert codedeps.cache_key("a.py", raw) == codedeps.cache_key("b/c.py", raw)
+    assert codedeps.cache_key("a.py", raw) != codedeps.cache_key("a.py", b"x = 2\n")
+    assert codedeps.cache_key("a.py", raw) != codedeps.cache_key("a.yaml", raw)
+    assert codedeps.cache_key("a.py", raw, "summary:a.py") != codedeps.cache_key("a.py", raw, "summary:b/a.py")
+
+
+def test_closures_through_a_warm_cache_are_the_uncached_ones(package_copy, tmp_path, monkeypatch):
+    """Imports and data declarations read back from the cache give every command the closure computed
+    without it; an import added (same file, new bytes) is seen through the warm cache."""
+    def closures(commands) -> dict:
+        for function in (codedeps.package_modules, codedeps._tree, codedeps.direct_imports, codedeps.cli_dispatch,
+                         codedeps.module_closure, codedeps.declared_data, codedeps.file_fingerprint, codedeps._record):
+            function.cache_clear()
+        return {command: codedeps.closure_files([f"cli:{command}"]) for command in commands}
+
+    commands = sorted(codedeps.cli_dispatch())
+    monkeypatch.setenv(codedeps.CACHE_ENV, "off")
+    uncached = closures(commands)
+    monkeypatch.setenv(codedeps.CACHE_ENV, str(tmp_path / "fp-cache"))
+    closures(commands)  # cold: computed and written
+    assert any((tmp_path / "fp-cache").rglob("*"))
+    assert closures(commands) == uncached  # warm: read back
+    figures = package_copy / "evaluation" / "figures.py"
+    figures.write_text(figures.read_text() + "\n\ndef _probe():\n    from ..templates import fill_template\n")
+    assert "templates.py" in closures(["figure"])["figure"] and "templates.py" not in uncached["figure"]
+
+
+def test_an_unwritable_cache_changes_no_fingerprint(package_copy, tmp_path, monkeypatch):
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    monkeypatch.setenv(codedeps.CACHE_ENV, str(blocker / "cache"))
+    value = codedeps.file_fingerprint("runner.py")
+    monkeypatch.setenv(codedeps.CACHE_ENV, "off")
+    codedeps.file_fingerprint.cache_clear()
+    assert codedeps.file_fingerprint("runner.py") == value

@@ -15,7 +15,8 @@ import pytest
 import yaml
 
 from sentrepro.audit import audit_cell
-from tests.workflow_helpers import REPO, copy_checkout, planned_jobs, snakemake, tiny_overlay, write_overlay
+from tests.workflow_helpers import (REPO, DryRuns, copy_checkout, planned_jobs, same_size_behaviour_change, snakemake,
+                                    tiny_overlay, write_overlay)
 
 pytestmark = pytest.mark.slow
 
@@ -294,8 +295,13 @@ def _behaviour_change(path) -> str:
     return text + "\n_probe: 1\n"
 
 
-def test_a_moved_project_plans_nothing_and_each_module_edit_reruns_the_rules_that_import_it(finished_run, tmp_path):
+def test_a_moved_project_plans_nothing_and_each_module_edit_reruns_the_rules_that_import_it(finished_run, tmp_path,
+                                                                                             monkeypatch):
     from tests.module_closures import (data_readers, entry_closure, module_file, package_files, rule_entries)
+
+    # the cold `snakemake` runs below compute every fingerprint with no cache at all; the many plans of the
+    # edited copies (DryRuns) go through a fingerprint cache of their own, warm after the first
+    monkeypatch.setenv("SENTREPRO_FP_CACHE", "off")
 
     # the checkout and the finished run, both copied elsewhere: nothing to do
     repo = copy_checkout(tmp_path / "moved" / "checkout")
@@ -341,25 +347,51 @@ def test_a_moved_project_plans_nothing_and_each_module_edit_reruns_the_rules_tha
         readers = {module_file(m) for m in data_readers(rel)}
         return {job for job, files in closures.items() if files & readers}
 
-    # One dry run (~10 s on 2 shared cores) per module; data files of one folder with the same readers
-    # (the 14 table specs) cannot differ in which rules read them, so one of each such group is edited.
+    # One dry run per module; data files of one folder with the same readers (the 14 table specs) cannot
+    # differ in which rules read them, so one of each such group is edited. The plans are Snakemake's own
+    # command line in children forked from one process that imported Snakemake once (DryRuns), each
+    # importing the edited package afresh; a few are also planned by a cold `snakemake -n` (no fingerprint
+    # cache) and must agree, so the server cannot answer differently from the command it stands in for.
     groups: dict[tuple, str] = {}
     for rel in package_files():
         key = (rel,) if rel.endswith(".py") else (str(Path(rel).parent), tuple(sorted(data_readers(rel))))
         groups.setdefault(key, rel)
+    spot_checks = {"evaluation/job.py", "methods/simcse.py", "registry.yaml"}
+    assert spot_checks <= set(groups.values())
     mismatches = {}
-    for rel in groups.values():
+    with DryRuns(workdir, repo=repo, env={"SENTREPRO_FP_CACHE": str(tmp_path / "fp-cache")}) as dry_runs:
+        assert planned_jobs(dry_runs.plan()) == {}
+        for rel in groups.values():
+            path = package / rel
+            original = path.read_text(encoding="utf-8")
+            path.write_text(_behaviour_change(path), encoding="utf-8")
+            try:
+                planned = set(planned_jobs(dry_runs.plan())) - {"all"}
+                if rel in spot_checks:
+                    assert set(planned_jobs(snakemake(workdir, "-n", repo=repo))) - {"all"} == planned, rel
+            finally:
+                path.write_text(original, encoding="utf-8")
+            expected = _downstream(users(rel), jobs, consumers) - {"all"}
+            if planned != expected:
+                mismatches[rel] = {"planned": sorted(planned), "expected": sorted(expected)}
+        assert not mismatches, mismatches
+        assert dry_runs.count == len(groups) + 1
+
+        # the fingerprint cache cannot go stale: a behaviour edit keeping the file's size and modification
+        # time (its fingerprint is in the warm cache) still reruns every job whose code imports the module
+        rel = "evaluation/job.py"
         path = package / rel
-        original = path.read_text(encoding="utf-8")
-        path.write_text(_behaviour_change(path), encoding="utf-8")
+        original, stat = path.read_text(encoding="utf-8"), path.stat()
+        edited = same_size_behaviour_change(original)
+        path.write_text(edited, encoding="utf-8")
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+        assert (path.stat().st_size, path.stat().st_mtime_ns) == (stat.st_size, stat.st_mtime_ns)
         try:
-            planned = set(planned_jobs(snakemake(workdir, "-n", repo=repo))) - {"all"}
+            planned = set(planned_jobs(dry_runs.plan())) - {"all"}
         finally:
             path.write_text(original, encoding="utf-8")
-        expected = _downstream(users(rel), jobs, consumers) - {"all"}
-        if planned != expected:
-            mismatches[rel] = {"planned": sorted(planned), "expected": sorted(expected)}
-    assert not mismatches, mismatches
+        assert planned == _downstream(users(rel), jobs, consumers) - {"all"}
+        assert {"train", "evaluate_sts"} <= planned
 
     # a comment and docstring edit of a module every training and every evaluation imports reruns nothing
     shared = package / "evaluation" / "job.py"

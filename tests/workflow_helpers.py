@@ -6,10 +6,12 @@ option), trains on a few hundred real Wikipedia sentences, and uses tiny local b
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import yaml
@@ -85,6 +87,15 @@ def planned_jobs(result: subprocess.CompletedProcess) -> dict[str, int]:
     return parse_job_stats(text)
 
 
+def same_size_behaviour_change(text: str) -> str:
+    """A module's source with its first ``==`` comparison turned into ``!=``: another behaviour, the same
+    number of bytes (so that, with the modification time put back, only the content tells the edit)."""
+    edited = text.replace(" == ", " != ", 1)
+    if edited == text:
+        raise AssertionError("no ' == ' comparison to change")
+    return edited
+
+
 def copy_checkout(target: Path) -> Path:
     """A copy of the checkout's workflow and package (Snakefile, config.yaml, workflow/, envs/, src/sentrepro) at
     ``target``; :func:`snakemake` with ``repo=target`` runs it with that copy of the package imported."""
@@ -96,3 +107,53 @@ def copy_checkout(target: Path) -> Path:
     shutil.copytree(REPO / "envs", target / "envs", ignore=ignore)  # the rules' conda: files (job metadata)
     shutil.copytree(REPO / "src" / "sentrepro", target / "src" / "sentrepro", ignore=ignore)
     return target
+
+
+class DryRuns:
+    """``snakemake -n`` of one working directory, many times, without one cold Snakemake start each: a
+    server process (tests/plan_server.py) imports Snakemake once and forks a child per plan, which runs
+    Snakemake's own command line on the checkout as it is on disk at that moment (the package is imported
+    afresh in every child). :meth:`plan` takes and returns what :func:`snakemake` does. A context manager.
+    """
+
+    def __init__(self, workdir: Path, *, repo: Path = REPO, env: dict | None = None):
+        self.workdir, self.repo = workdir, repo
+        self.env = {**os.environ, "OMP_NUM_THREADS": "1", "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+                    **(env or {})}
+        if repo != REPO:
+            self.env["PYTHONPATH"] = str(repo / "src")
+        self.server = subprocess.Popen([sys.executable, str(Path(__file__).with_name("plan_server.py"))],
+                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=self.env,
+                                       cwd=workdir)
+        self.count = 0
+        self.scratch = Path(tempfile.mkdtemp(prefix="dry-runs-"))
+
+    def plan(self, *args: str) -> subprocess.CompletedProcess:
+        overlay = self.workdir / "overlay.yaml"
+        argv = ["-s", str(self.repo / "Snakefile"), "-d", str(self.workdir), "--cores", "2", "-n", *args,
+                "--configfiles", str(self.repo / "config.yaml"), str(overlay)]
+        self.count += 1
+        out = {name: self.scratch / f"{self.count}.{name}" for name in ("stdout", "stderr")}
+        request = {"argv": argv, "cwd": str(self.workdir), **{k: str(v) for k, v in out.items()}}
+        self.server.stdin.write(json.dumps(request) + "\n")
+        self.server.stdin.flush()
+        reply = self.server.stdout.readline()
+        if not reply:
+            raise AssertionError(f"the plan server stopped (exit {self.server.poll()})")
+        texts = {name: path.read_text(encoding="utf-8", errors="replace") for name, path in out.items()}
+        for path in out.values():
+            path.unlink()
+        return subprocess.CompletedProcess(["snakemake", *argv], json.loads(reply)["rc"], texts["stdout"],
+                                           texts["stderr"])
+
+    def close(self) -> None:
+        if self.server.poll() is None:
+            self.server.stdin.close()
+            self.server.wait(timeout=60)
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+    def __enter__(self) -> "DryRuns":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

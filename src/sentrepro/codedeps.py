@@ -31,6 +31,18 @@ docstrings removed (comments are not in the tree); a YAML/JSON file's, its parse
 JSON; other files, their bytes. A comment or docstring edit therefore changes nothing. The rule
 fingerprint hashes the sorted (path, module fingerprint) pairs. Everything is computed once per process
 (one workflow load, one job).
+
+**The cache.** Parsing (syntax trees, YAML) and normalising are most of what planning costs, and files
+rarely change between two plans, so what is derived from a file's content (its fingerprint; a module's
+imports and ``PACKAGE_DATA`` patterns; cli.py's dispatch table and each command's imports) is also kept on
+disk, content-addressed: the key is the SHA-256 of the file's raw bytes together with the kind of
+derivation and the normaliser itself (this module's source and the Python version). A changed file, or a
+changed way of deriving, always has another key, so a stale entry can never be found; nothing is keyed by
+modification time. An entry is written atomically and records its own key and a checksum of key and value;
+one that does not read back as such (truncated, garbled, copied from another key) is ignored and
+rewritten. The directory is ``$SENTREPRO_FP_CACHE``, else ``$XDG_CACHE_HOME/sentrepro/fingerprints``
+(``~/.cache/...``); ``SENTREPRO_FP_CACHE=off`` turns it off. The cache only saves time: a read-only or
+missing directory changes no result.
 """
 
 from __future__ import annotations
@@ -39,7 +51,10 @@ import ast
 import functools
 import hashlib
 import json
+import os
 import re
+import sys
+import tempfile
 from pathlib import Path
 from typing import Iterable
 
@@ -80,9 +95,12 @@ def module_name(rel: str) -> str:
 
 @functools.lru_cache(maxsize=None)
 def _tree(rel: str) -> ast.Module:
-    path = PACKAGE_DIR / rel
+    return _parse(rel, (PACKAGE_DIR / rel).read_bytes())
+
+
+def _parse(rel: str, raw: bytes) -> ast.Module:
     try:
-        return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        return ast.parse(raw.decode("utf-8"), filename=str(PACKAGE_DIR / rel))
     except SyntaxError as exc:
         raise CodeDepsError(f"src/{PACKAGE}/{rel}:{exc.lineno}: cannot parse: {exc.msg}") from exc
 
@@ -131,7 +149,20 @@ def _package_modules_of(names: Iterable[str]) -> set[str]:
 @functools.lru_cache(maxsize=None)
 def direct_imports(module: str) -> frozenset[str]:
     """Package modules ``module`` imports (anywhere in its body), with their parent packages."""
-    return frozenset(_package_modules_of(_imported_names([_tree(package_modules()[module])], module)) - {module})
+    return frozenset(_package_modules_of(_summary(module)["imports"]) - {module})
+
+
+def _summary(module: str) -> dict:
+    """What the closure needs of a module's syntax tree, its imported names and its ``PACKAGE_DATA``
+    patterns, through the content-addressed cache (keyed by the module's path and bytes)."""
+    rel = package_modules()[module]
+    raw = (PACKAGE_DIR / rel).read_bytes()
+
+    def compute() -> str:
+        tree = _parse(rel, raw)
+        return json.dumps({"imports": sorted(_imported_names([tree], module)), "data": _data_patterns(rel, tree)})
+
+    return json.loads(_cached(f"summary:{rel}", rel, raw, compute, _is_json))
 
 
 # --- the CLI's dispatch table ----------------------------------------------------------------
@@ -141,12 +172,18 @@ CLI_MODULE = f"{PACKAGE}.cli"
 
 @functools.lru_cache(maxsize=1)
 def cli_dispatch() -> dict[str, str]:
+    """Subcommand -> name of the cli.py function it runs (:func:`_cli_dispatch`, through the cache)."""
+    rel = package_modules()[CLI_MODULE]
+    raw = (PACKAGE_DIR / rel).read_bytes()
+    return json.loads(_cached("dispatch", rel, raw, lambda: json.dumps(_cli_dispatch(_parse(rel, raw))), _is_json))
+
+
+def _cli_dispatch(tree: ast.Module) -> dict[str, str]:
     """Subcommand -> name of the cli.py function it runs, read from ``build_parser``'s syntax tree.
 
     Every ``<var> = <subparsers>.add_parser("<command>", ...)`` is paired with the next
     ``<var>.set_defaults(func=<function>)``.
     """
-    tree = _tree(package_modules()[CLI_MODULE])
     dispatch: dict[str, str] = {}
     pending: dict[str, str] = {}
     for node in ast.walk(tree):
@@ -172,10 +209,9 @@ def cli_dispatch() -> dict[str, str]:
     return dispatch
 
 
-def _cli_functions(start: str) -> list[ast.FunctionDef]:
+def _cli_functions(start: str, tree: ast.Module) -> list[ast.FunctionDef]:
     """The cli.py function ``start`` and every top-level cli.py function it calls, transitively (calls only:
     ``build_parser`` names every command's function in ``set_defaults`` without calling it)."""
-    tree = _tree(package_modules()[CLI_MODULE])
     functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
     if start not in functions:
         raise CodeDepsError(f"cli.py: the dispatch table names {start}(), which is not defined")
@@ -197,10 +233,16 @@ def cli_entry_modules(command: str) -> frozenset[str]:
     dispatch = cli_dispatch()
     if command not in dispatch:
         raise CodeDepsError(f"sentrepro has no subcommand '{command}' (known: {', '.join(sorted(dispatch))})")
-    tree = _tree(package_modules()[CLI_MODULE])
-    top_level = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
-    functions = _cli_functions("main") + _cli_functions(dispatch[command])
-    names = _imported_names(top_level + functions, CLI_MODULE)
+    rel = package_modules()[CLI_MODULE]
+    raw = (PACKAGE_DIR / rel).read_bytes()
+
+    def compute() -> str:
+        tree = _parse(rel, raw)
+        top_level = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
+        functions = _cli_functions("main", tree) + _cli_functions(dispatch[command], tree)
+        return json.dumps(sorted(_imported_names(top_level + functions, CLI_MODULE)))
+
+    names = json.loads(_cached(f"command:{command}", rel, raw, compute, _is_json))
     return frozenset(_package_modules_of(names) | {CLI_MODULE})
 
 
@@ -236,8 +278,21 @@ def module_closure(entries: tuple[str, ...]) -> frozenset[str]:
 def declared_data(module: str) -> tuple[str, ...]:
     """Package data files ``module`` declares it reads (``PACKAGE_DATA``), relative to the package."""
     rel = package_modules()[module]
+    patterns = _summary(module)["data"]
+    base = (PACKAGE_DIR / rel).parent
+    files: list[str] = []
+    for pattern in patterns:
+        matched = sorted(p for p in base.glob(pattern) if p.is_file())
+        if not matched:
+            raise CodeDepsError(f"src/{PACKAGE}/{rel}: {DECLARATION} entry '{pattern}' matches no file")
+        files.extend(p.resolve().relative_to(PACKAGE_DIR).as_posix() for p in matched)  # '../x' allowed
+    return tuple(files)
+
+
+def _data_patterns(rel: str, tree: ast.Module) -> list[str]:
+    """The paths and globs a module's ``PACKAGE_DATA`` declares (checked to be a literal tuple of str)."""
     patterns: list[str] = []
-    for node in _tree(rel).body:
+    for node in tree.body:
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == DECLARATION
                                                 for t in node.targets):
             try:
@@ -248,14 +303,7 @@ def declared_data(module: str) -> tuple[str, ...]:
             if isinstance(value, str) or not all(isinstance(v, str) for v in value):
                 raise CodeDepsError(f"src/{PACKAGE}/{rel}:{node.lineno}: {DECLARATION} must be a tuple of str")
             patterns.extend(value)
-    base = (PACKAGE_DIR / rel).parent
-    files: list[str] = []
-    for pattern in patterns:
-        matched = sorted(p for p in base.glob(pattern) if p.is_file())
-        if not matched:
-            raise CodeDepsError(f"src/{PACKAGE}/{rel}: {DECLARATION} entry '{pattern}' matches no file")
-        files.extend(p.resolve().relative_to(PACKAGE_DIR).as_posix() for p in matched)  # '../x' allowed
-    return tuple(files)
+    return patterns
 
 
 def closure_files(entries: Iterable[str]) -> list[str]:
@@ -293,28 +341,124 @@ def _without_keys(node, keys: frozenset):
     return node
 
 
-def normalised_source(rel: str) -> bytes:
+def normalised_source(rel: str, raw: bytes | None = None) -> bytes:
     """What a file's fingerprint hashes: a module's syntax tree without docstrings, a YAML or JSON
     file's content as canonical JSON (without the keys its ``fingerprint_ignores`` lists), any other
-    file's bytes."""
+    file's bytes. ``raw``: the file's bytes, when already read (they are what is normalised)."""
     path = PACKAGE_DIR / rel
+    if raw is None:
+        raw = path.read_bytes()
     if rel.endswith(".py"):
-        tree = _strip_docstrings(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)))
+        tree = _strip_docstrings(ast.parse(raw.decode("utf-8"), filename=str(path)))
         return ast.dump(tree, include_attributes=False).encode()
     if path.suffix in (".yaml", ".yml", ".json"):
-        import yaml
+        from sentrepro.fsutil import parse_yaml
 
-        with open(path, encoding="utf-8") as handle:
-            content = yaml.safe_load(handle)
+        content = parse_yaml(raw.decode("utf-8"))
         if isinstance(content, dict) and NEUTRAL_KEYS in content:
             content = _without_keys(content, frozenset(content[NEUTRAL_KEYS]) | {NEUTRAL_KEYS})
         return json.dumps(content, sort_keys=True, separators=(",", ":"), default=str).encode()
-    return path.read_bytes()
+    return raw
+
+
+CACHE_ENV = "SENTREPRO_FP_CACHE"
+_ENTRY = re.compile(r"([0-9a-f]{64}) ([0-9a-f]{16}) ([^\n]*)\n")
+_FINGERPRINT = re.compile(rf"[0-9a-f]{{{DIGITS}}}")
+
+
+def cache_dir() -> Path | None:
+    """Where fingerprints are cached (see the module docstring); None when the cache is off."""
+    configured = os.environ.get(CACHE_ENV)
+    if configured == "off":
+        return None
+    if configured:
+        return Path(configured)
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "sentrepro" / "fingerprints"
+
+
+@functools.lru_cache(maxsize=1)
+def _normaliser_id() -> bytes:
+    """What the normalised form depends on besides a file's bytes: this module's source (which holds the
+    normaliser) and the Python version (``ast.dump`` differs between versions)."""
+    digest = hashlib.sha256(Path(__file__).read_bytes())
+    digest.update(f"\0{sys.version_info[0]}.{sys.version_info[1]}".encode())
+    return digest.digest()
+
+
+def cache_key(rel: str, raw: bytes, kind: str = "fingerprint") -> str:
+    """The content address of what is derived from a file: the kind of derivation (a fingerprint; a
+    module's imports, which depend on its dotted name too), the file's raw bytes, its suffix (which decides
+    how it is normalised) and the normaliser. Never a modification time."""
+    digest = hashlib.sha256(_normaliser_id())
+    digest.update(f"\0{kind}\0{Path(rel).suffix}\0".encode())
+    digest.update(raw)
+    return digest.hexdigest()
+
+
+def _check(key: str, value: str) -> str:
+    return hashlib.sha256(f"{key} {value}".encode()).hexdigest()[:16]
+
+
+def _cache_read(directory: Path, key: str) -> str | None:
+    """An entry's value when it reads back as ``<its own key> <checksum of key and value> <value>``; None
+    otherwise (missing, truncated, garbled, another key's): such an entry is recomputed and rewritten."""
+    try:
+        text = (directory / key[:2] / key).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    match = _ENTRY.fullmatch(text)
+    if not match or match.group(1) != key or match.group(2) != _check(key, match.group(3)):
+        return None
+    return match.group(3)
+
+
+def _is_json(value: str) -> bool:
+    try:
+        json.loads(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _cached(kind: str, rel: str, raw: bytes, compute, valid) -> str:
+    """``compute()`` (a one-line string) for this content of ``rel``, through the content-addressed cache."""
+    directory = cache_dir()
+    if directory is None:
+        return compute()
+    key = cache_key(rel, raw, kind)
+    value = _cache_read(directory, key)
+    if value is not None and valid(value):
+        return value
+    value = compute()
+    _cache_write(directory, key, value)
+    return value
+
+
+def _cache_write(directory: Path, key: str, value: str) -> None:
+    """Write an entry atomically (a temporary file renamed over it); failing to write only costs time."""
+    folder = directory / key[:2]
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=folder, prefix=f".{key[:8]}.", suffix=".tmp")
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as out:
+                out.write(f"{key} {_check(key, value)} {value}\n")
+            os.replace(temporary, folder / key)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+    except OSError:
+        pass
 
 
 @functools.lru_cache(maxsize=None)
 def file_fingerprint(rel: str) -> str:
-    return hashlib.sha256(normalised_source(rel)).hexdigest()[:DIGITS]
+    """The fingerprint of a package file's normalised content, through the content-addressed cache (the
+    file is read once: the bytes hashed for the key are the bytes normalised)."""
+    raw = (PACKAGE_DIR / rel).read_bytes()
+    return _cached("fingerprint", rel, raw, lambda: hashlib.sha256(normalised_source(rel, raw)).hexdigest()[:DIGITS],
+                   _FINGERPRINT.fullmatch)
 
 
 def combine(modules: dict[str, str]) -> str:
@@ -340,7 +484,13 @@ def code_record(entries: Iterable[str]) -> dict:
 def rule_code(entries: str | Iterable[str]) -> str:
     """The fingerprint of the code a rule runs, for its ``params.code``: ``rule_code("cli:train")``,
     ``rule_code(["sentrepro.data.views"])``. Cached, so calling it per job is cheap."""
-    return code_record([entries] if isinstance(entries, str) else entries)["fingerprint"]
+    return _fingerprint_of(_record(tuple(sorted({entries} if isinstance(entries, str) else set(entries)))))
+
+
+@functools.lru_cache(maxsize=None)
+def _fingerprint_of(record: str) -> str:
+    """The fingerprint in a :func:`_record` (keyed by the record itself, so never stale)."""
+    return json.loads(record)["fingerprint"]
 
 
 def compare(recorded: dict) -> list[str]:

@@ -13,13 +13,13 @@ import functools
 from pathlib import Path
 from typing import Any
 
-import yaml
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from sentrepro import registry
 from sentrepro.core import ConfigError, deep_merge
 from sentrepro.evaluation.plan import check_plan
+from sentrepro.fsutil import parse_yaml
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "config.schema.yaml"
@@ -28,7 +28,7 @@ SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "config.schema.yaml"
 def load_yaml(path: str | Path) -> dict:
     try:
         with open(path, encoding="utf-8") as handle:
-            data = yaml.safe_load(handle) or {}
+            data = parse_yaml(handle) or {}
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such config file") from None
     if not isinstance(data, dict):

@@ -18,6 +18,7 @@ import yaml
 
 from sentrepro import registry
 from sentrepro.core import method_params, runs
+from sentrepro.fsutil import parse_yaml
 
 # Package data this module reads (sentrepro.codedeps adds it to the code of every rule importing us).
 PACKAGE_DATA = ("cost_estimates.yaml",)
@@ -30,7 +31,7 @@ class CostError(ValueError):
 
 def load_estimates(path: Path = ESTIMATES_PATH) -> dict:
     with open(path, encoding="utf-8") as handle:
-        return yaml.safe_load(handle)
+        return parse_yaml(handle)
 
 
 def size_class(name: str, backbone: dict, estimates: dict) -> str:

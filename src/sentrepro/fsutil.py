@@ -87,11 +87,17 @@ def read_json(path: str | os.PathLike) -> Any:
         return json.load(handle)
 
 
+def parse_yaml(stream) -> Any:
+    """YAML (a string or an open file) parsed by PyYAML's safe loader, its C implementation (libyaml) where
+    PyYAML was built with it: the same safe constructor, several times faster than the pure-Python one."""
+    import yaml
+
+    return yaml.load(stream, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 (safe)
+
+
 @functools.lru_cache(maxsize=16)
 def read_validated_yaml(path: str, validate: Callable[[Any, Path], dict]) -> dict:
     """A package YAML file (reported numbers, claims) parsed and passed through its validator once per
     process: ``validate(data, path)`` raises naming the entry at fault."""
-    import yaml
-
     with open(path, encoding="utf-8") as handle:
-        return validate(yaml.safe_load(handle), Path(path))
+        return validate(parse_yaml(handle), Path(path))

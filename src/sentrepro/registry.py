@@ -16,9 +16,8 @@ import importlib
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from sentrepro.data.tasks import task_names
+from sentrepro.fsutil import parse_yaml
 
 # Package data this module reads (sentrepro.codedeps adds it to the code of every rule importing us).
 PACKAGE_DATA = ("registry.yaml",)
@@ -85,7 +84,7 @@ def _choice(value, allowed, where: str):
 @functools.lru_cache(maxsize=None)
 def _raw() -> dict:
     with open(REGISTRY_PATH, encoding="utf-8") as handle:
-        data = yaml.safe_load(handle)
+        data = parse_yaml(handle)
     if not isinstance(data, dict):
         raise RegistryError(f"{REGISTRY_PATH}: the top level must be a mapping")
     return data

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
-from scipy import stats as _scipy_stats
 
 LEVEL = 0.95
 SEED_STATISTICS = ("mean", "best", "max", "min", "std", "range")
@@ -123,6 +122,8 @@ def welch_interval(a: Sequence[float], b: Sequence[float], level: float = LEVEL)
     if se == 0.0:
         return Interval(diff, diff, diff, "welch-t", f"n={len(a)} vs {len(b)}, zero variance")
     df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
+    from scipy import stats as _scipy_stats  # here, not at the top: planning imports this module, never scipy
+
     t = float(_scipy_stats.t.ppf(1 - (1 - level) / 2, df))
     return Interval(diff, diff - t * se, diff + t * se, "welch-t", f"Welch's t, n={len(a)} vs {len(b)}, df={df:.1f}")
 

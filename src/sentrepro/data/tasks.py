@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-import yaml
+from sentrepro.fsutil import parse_yaml
 
 # Package data this module reads (sentrepro.codedeps adds it to the code of every rule importing us).
 PACKAGE_DATA = ("tasks.yaml",)
@@ -20,7 +20,7 @@ TRANSFER_PROTOCOLS = ("cv", "dev", "fixed_test")
 @functools.lru_cache(maxsize=None)
 def _tasks() -> dict:
     with open(TASKS_PATH, encoding="utf-8") as handle:
-        data = yaml.safe_load(handle)
+        data = parse_yaml(handle)
     for task, entry in data["transfer"].items():
         if entry.get("protocol") not in TRANSFER_PROTOCOLS:
             raise ValueError(f"{TASKS_PATH.name}: transfer.{task}.protocol must be one of {', '.join(TRANSFER_PROTOCOLS)}")

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
+from sentrepro.fsutil import parse_yaml
 
 from sentrepro.tables.reported import ENTRY_REFERENCE
 
@@ -66,7 +66,7 @@ def load_spec(name: str) -> dict:
     if not path.exists():
         raise SpecError(f"no table spec '{name}' ({path}); specs: {', '.join(available_specs())}")
     with open(path, encoding="utf-8") as handle:
-        spec = yaml.safe_load(handle)
+        spec = parse_yaml(handle)
     return validate_spec(spec, path)
 
 
