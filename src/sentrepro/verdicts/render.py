@@ -216,7 +216,7 @@ def summary(result: VerdictResult) -> str:
 
 
 def settings_text(result: VerdictResult) -> str:
-    b, n = result.settings["bootstrap"], result.settings["noise"]
+    b = result.settings["bootstrap"]
     return (f"Paired bootstrap: {b['item_resamples']} resamples (seed {b['item_seed']}); bootstrap over seeds: "
             f"{b['seed_resamples']} resamples (seed {b['seed_seed']}); level {b['level']}. Cell noise: "
             f"|ours − paper| ≤ 1.96 · √(paper se² + our se²) + half the printed last digit, se the standard error "
