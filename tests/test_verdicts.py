@@ -107,6 +107,10 @@ def test_clear_gain_best_of_n_with_both_intervals(runs):
     assert r.magnitude_inside == {"seed-bootstrap": False, "paired-bootstrap": False}   # +2.60 is far off
     assert set(r.magnitude.values()) == {"ours larger"}                  # apart from the sign: ours is larger
     assert r.a.kind == r.b.kind == "trained" and r.mdd is not None
+    # beside the coarse best-of-4 bootstrap, the means of the same seeds (Welch's t, against scipy)
+    want = scipy_stats.ttest_ind(list(r.a.cell.per_seed.values()), list(r.b.cell.per_seed.values()),
+                                 equal_var=False).confidence_interval(0.95)
+    assert (r.mean_check.low, r.mean_check.high) == pytest.approx((want.low, want.high))
 
 
 def test_a_partial_average_is_never_judged_and_the_note_names_the_missing_tasks(tmp_path):

@@ -56,6 +56,7 @@ from sentrepro.stats import (
     signed_magnitude,
     standard_error,
     verdict,
+    welch_interval,
     within_noise,
 )
 from sentrepro.tables.build import Cell, TableResult, build_table, metric_value, paper_value
@@ -134,6 +135,7 @@ class ClaimResult:
     mdd: float | None = None                                # minimum detectable difference (80% power)
     mdd_basis: str = ""
     magnitude: dict = field(default_factory=dict)           # interval method -> inside / ours smaller / larger
+    mean_check: Interval | None = None                      # best-of-N claims: Welch's t on the seeds' means
     labels: list = field(default_factory=list)              # stand-in / synthetic / partial average
     notes: list = field(default_factory=list)
     item_files: dict = field(default_factory=dict)          # "a"/"b" -> {seed: Path}
@@ -319,9 +321,13 @@ def _seed_interval(result: ClaimResult, tables: Tables, settings: dict) -> str |
         if a.statistic != b.statistic:
             result.seed_note = f"no seed interval: the sides use different statistics ({a.statistic} vs {b.statistic})"
             return None
-        result.seed = seed_interval(list(a.cell.per_seed.values()), list(b.cell.per_seed.values()), a.statistic,
+        values_a, values_b = list(a.cell.per_seed.values()), list(b.cell.per_seed.values())
+        result.seed = seed_interval(values_a, values_b, a.statistic,
                                     selection_a=_selection(a, tables.specs[a.side.table]),
                                     selection_b=_selection(b, tables.specs[b.side.table]), **options)
+        if a.statistic == "best":
+            # a maximum of at most 4 values is a coarse statistic: the mean of the same seeds beside it
+            result.mean_check = welch_interval(values_a, values_b, settings["level"])
         return None
     if TRAINED in (a.kind, b.kind):
         varying, constant = (a, b) if a.kind == TRAINED else (b, a)

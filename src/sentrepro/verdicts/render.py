@@ -113,7 +113,7 @@ def verdict_text(r: ClaimResult) -> str:
         text += f" (computed: {r.computed})"
     if r.verdict == NOT_RUN and r.cause:
         text += f" ({r.cause})"
-    if r.mdd is not None and r.verdict not in (NOT_RUN,):
+    if r.mdd and r.verdict not in (NOT_RUN,):
         text += f"; detectable ≥ {r.mdd:.2f}"
     magnitude = magnitude_text(r)
     if magnitude:
@@ -126,7 +126,9 @@ def claim_label(r: ClaimResult) -> str:
 
 
 def notes_text(r: ClaimResult) -> str:
-    return "; ".join([n for n in (r.why,) if n] + r.notes + [n for n in (r.seed_note, r.items_note) if n])
+    mean = ([f"beside best-of-N, the means of the same seeds: {r.mean_check.estimate:+.2f} "
+             f"{_interval(r.mean_check)} (Welch's t, not used by the verdict)"] if r.mean_check else [])
+    return "; ".join([n for n in (r.why,) if n] + r.notes + [n for n in (r.seed_note, r.items_note) if n] + mean)
 
 
 # --- CSV -----------------------------------------------------------------------------------------------
