@@ -44,7 +44,6 @@ from sentrepro.fsutil import read_json, sha256_file
 from sentrepro.provenance import project_path
 from sentrepro.stats import (
     INCONCLUSIVE,
-    LEVEL,
     Interval,
     Noise,
     PairedTask,
