@@ -23,6 +23,11 @@ from sentrepro.stats import (
     verdict,
     welch_interval,
     within_noise,
+    false_reversed_chance,
+    magnitude_position,
+    minimum_detectable_difference,
+    one_sample_interval,
+    standard_error,
 )
 
 
@@ -168,10 +173,80 @@ def test_constructed_systems_give_the_expected_verdicts_end_to_end():
         == INCONCLUSIVE
 
 
-def test_within_noise_combines_both_stds_or_the_stated_default():
-    # paper 79.90 +- 0.32, ours 79.00 +- 0.40: sd = sqrt(0.32^2 + 0.40^2) = 0.5122; 1.96 sd = 1.004 > 0.90
-    noise = within_noise(79.00, 0.40, 79.90, 0.32, default_sd=0.86)
-    assert noise.within and noise.sd == pytest.approx(0.512250, abs=1e-6)
-    # no std on either side: sqrt(2) * 0.86 * 1.96 = 2.384 < 2.5
-    far = within_noise(76.25, None, 78.75, None, default_sd=0.86)
-    assert not far.within and "default std for the paper 0.86" in far.basis
+def test_within_noise_combines_both_standard_errors():
+    # paper 79.90 with se 0.32, ours 79.00 with se 0.40: sqrt(0.32^2 + 0.40^2) = 0.5122; 1.96 x = 1.004 > 0.90
+    noise = within_noise(79.00, 0.40, 79.90, 0.32, basis="test")
+    assert noise.within and noise.sd == pytest.approx(0.512250, abs=1e-6) and noise.basis == "test, z=1.96"
+    assert not within_noise(76.25, 0.86, 78.75, 0.86).within          # sqrt(2) 0.86 1.96 = 2.384 < 2.5
+
+
+def test_standard_error_of_a_mean_and_of_one_chosen_run():
+    seeds = np.array([77.1, 78.3, 76.4, 77.9])
+    pop = seeds.std()                                                  # the tables' ddof=0 std
+    assert standard_error(pop, 4, "mean") == pytest.approx(scipy_stats.sem(seeds))
+    assert standard_error(pop, 4, "best") == pytest.approx(seeds.std(ddof=1))
+    assert standard_error(pop, 1, "mean") is None and standard_error(None, 4, "mean") is None
+
+
+def test_one_sample_interval_matches_scipy_and_puts_the_constant_on_either_side():
+    seeds = [78.2, 79.0, 77.6, 78.8, 78.1]
+    got = one_sample_interval(seeds, 76.0, "mean")
+    want = scipy_stats.ttest_1samp(np.array(seeds) - 76.0, 0.0).confidence_interval(0.95)
+    assert got.method == "one-sample-t"
+    assert (got.low, got.high) == pytest.approx((want.low, want.high)) and got.estimate == pytest.approx(2.34)
+    flipped = one_sample_interval(seeds, 76.0, "mean", constant_first=True)     # constant - mean(seeds)
+    assert (flipped.low, flipped.high, flipped.estimate) == pytest.approx((-want.high, -want.low, -2.34))
+    assert one_sample_interval([78.2], 76.0, "mean") is None                   # one seed: no spread
+    # best-of-N: a percentile bootstrap over the seeds, the same resamples as a hand computation
+    boot = one_sample_interval(seeds, 76.0, "max", n_resamples=2000, seed=5)
+    rng = np.random.default_rng(5)
+    idx = rng.integers(0, 5, size=(2000, 5))
+    hand = np.quantile(np.array(seeds)[idx].max(axis=1) - 76.0, [0.025, 0.975])
+    assert (boot.low, boot.high) == pytest.approx(tuple(hand)) and boot.estimate == pytest.approx(3.0)
+
+
+def test_minimum_detectable_difference_has_the_stated_power():
+    # independent check: the power of Welch's two-sided t test at the MDD, from the noncentral t
+    sd_a, sd_b, n = 0.32 * np.sqrt(4 / 3), 0.49 * np.sqrt(4 / 3), 4
+    mdd = minimum_detectable_difference(sd_a, n, sd_b, n)
+    se = np.sqrt(sd_a ** 2 / n + sd_b ** 2 / n)
+    df = se ** 4 / ((sd_a ** 2 / n) ** 2 / (n - 1) + (sd_b ** 2 / n) ** 2 / (n - 1))
+    crit = scipy_stats.t.ppf(0.975, df)
+    power = scipy_stats.nct.sf(crit, df, mdd / se) + scipy_stats.nct.cdf(-crit, df, mdd / se)
+    assert power == pytest.approx(0.80, abs=0.03)
+    # ConPVP Table 4, 4 seeds each: continuous vs manual differ by 0.72, less than the MDD (underpowered)
+    assert mdd > 0.72
+    # a deterministic side adds no variance: one-sample df = n - 1
+    one = minimum_detectable_difference(1.0, 10, 0.0, None)
+    assert one == pytest.approx((scipy_stats.t.ppf(0.975, 9) + scipy_stats.t.ppf(0.8, 9)) / np.sqrt(10))
+    assert minimum_detectable_difference(1.0, 1, 1.0, 4) is None               # a 1-seed trained side
+    assert minimum_detectable_difference(0.0, None, 0.0, None) == 0.0
+
+
+def test_equivalence_margin_and_at_least_claims():
+    # the paper's own ConPVP Table 4 numbers for "w/o c+ & c- does not improve on SimCSE": 77.28 +- 0.25
+    # vs 77.37 +- 0.88 over 4 seeds (population stds): four values with exactly that mean and std each
+    a = [77.28 + 0.25, 77.28 - 0.25, 77.28 + 0.25, 77.28 - 0.25]
+    b = [77.37 + 0.88, 77.37 - 0.88, 77.37 + 0.88, 77.37 - 0.88]
+    welch = welch_interval(a, b)
+    want = scipy_stats.ttest_ind(a, b, equal_var=False).confidence_interval(0.95)
+    assert (welch.low, welch.high) == pytest.approx((want.low, want.high))
+    assert (welch.low, welch.high) == pytest.approx((-1.65, 1.47), abs=0.005)   # the issue's hand figures
+    assert verdict([welch], "no_gain") == INCONCLUSIVE                   # no margin: a tie can never hold
+    assert verdict([welch], "no_gain", margin=1.69) == HOLDS
+    assert verdict([_interval(1.8, 2.4)], "no_gain", margin=1.69) == REVERSED
+    with pytest.raises(ValueError, match="margin"):
+        verdict([welch], "no_gain", margin=-1)
+    # "at least d": the whole interval must clear d
+    assert verdict([_interval(0.4, 2.0)], "greater", at_least=1.0) == INCONCLUSIVE
+    assert verdict([_interval(1.2, 2.0)], "greater", at_least=1.0) == HOLDS
+    assert verdict([_interval(-2.0, -1.2)], "less", at_least=1.0) == HOLDS
+    assert verdict([_interval(-2.0, -0.2)], "less", at_least=1.0) == INCONCLUSIVE
+    assert magnitude_position(_interval(0.4, 2.0), 2.6) == "ours smaller"
+    assert magnitude_position(_interval(0.4, 2.0), 1.0) == "inside"
+    assert magnitude_position(_interval(0.4, 2.0), 0.1) == "ours larger"
+
+
+def test_false_reversed_chance_over_many_claims():
+    assert false_reversed_chance(1) == pytest.approx(0.025)
+    assert false_reversed_chance(50) == pytest.approx(1 - 0.975 ** 50)

@@ -1,5 +1,7 @@
 """Verdicts built from constructed metrics files: sides read as the tables read them, best-of-N and
-mean statistics, the paired bootstrap over several tasks, clear gain / loss / overlap, rendering."""
+mean statistics, the paired bootstrap over several tasks, clear gain / loss / overlap, rendering; the
+rule's guards: one-seed trained sides, synthetic and stand-in cells, the tie claim's margin, constants
+(frozen and published sides), underpowered claims, the causes of "not run"."""
 
 from __future__ import annotations
 
@@ -14,9 +16,9 @@ from scipy import stats as scipy_stats
 
 from sentrepro.evaluation.item_scores import pairs_path, write_pairs
 from sentrepro.fsutil import atomic_write_json
-from sentrepro.verdicts.build import build_verdicts
+from sentrepro.verdicts.build import NOT_DECIDABLE, NOT_JUDGED, UNDERPOWERED, build_verdicts
 from sentrepro.verdicts.claims import load_claims
-from sentrepro.verdicts.render import to_csv, to_html, to_markdown
+from sentrepro.verdicts.render import counts, summary, to_csv, to_html, to_markdown
 
 BACKBONES = {"bert-base": {"stands_in_for": "bert-base"}, "roberta-large": {"stands_in_for": "roberta-large"}}
 TASKS = {"STS12": 120, "STS13": 90, "STS14": 110, "STS15": 100, "STS16": 80, "STSBenchmark": 150,
@@ -27,7 +29,20 @@ def _gold(task: str) -> np.ndarray:
     return np.random.default_rng(sum(map(ord, task))).uniform(0, 5, TASKS[task]).round(1)
 
 
-def write_run(root: Path, backbone: str, method: str, seed: int, noise: float, tasks=TASKS) -> Path:
+def _provenance(root: Path, backbone: str, method: str, seed, trained: bool, synthetic: bool) -> tuple[dict, list]:
+    """The run block and inputs: a trained run names its training summary (as evaluation/job.py does)."""
+    inputs = []
+    if trained:
+        inputs.append({"role": "training summary", "path": str(root / backbone / method / f"seed{seed}" / "train.json")})
+    if synthetic:
+        manifest = root / "synthetic-sts.json"
+        atomic_write_json(manifest, {"synthetic": True, "name": "synthetic-sts"})
+        inputs.append({"role": "dataset", "path": str(manifest)})
+    return {"config": {"run": {"backbone": backbone, "method": method, "seed": seed}}, "inputs": inputs}, inputs
+
+
+def write_run(root: Path, backbone: str, method: str, seed: int, noise: float, tasks=TASKS, *, trained=True,
+              synthetic=False) -> Path:
     """A metrics file whose reported numbers are computed from its own per-pair cosines."""
     rng = np.random.default_rng(1000 * seed + len(method))
     per_task, results = {}, {}
@@ -40,10 +55,28 @@ def write_run(root: Path, backbone: str, method: str, seed: int, noise: float, t
     results["avg"] = {"reported": float(np.mean([results[t]["reported"] for t in tasks]))}
     path = root / backbone / method / f"seed{seed}" / "sts.json"
     record = write_pairs(pairs_path(path), per_task)
-    atomic_write_json(path, {"suite": "sts", "results": results, "item_scores": record,
-                             "provenance": {"config": {"run": {"backbone": backbone, "method": method, "seed": seed}},
-                                            "inputs": []}})
+    provenance, _ = _provenance(root, backbone, method, seed, trained, synthetic)
+    atomic_write_json(path, {"suite": "sts", "results": results, "item_scores": record, "provenance": provenance})
     return path
+
+
+def write_summary(root: Path, backbone: str, method: str, seed, suite: str, results: dict, *,
+                  trained=True) -> Path:
+    """A metrics file with given numbers and no per-pair scores (transfer, WOS, or an STS Avg. given)."""
+    path = root / backbone / method / f"seed{seed}" / f"{suite}.json"
+    provenance, _ = _provenance(root, backbone, method, seed, trained, False)
+    atomic_write_json(path, {"suite": suite, "results": results, "provenance": provenance})
+    return path
+
+
+def _sts(avg: float) -> dict:
+    """STS results whose Avg. is ``avg`` (every task at that value, so the average is like with like)."""
+    return {**{t: {"reported": avg} for t in TASKS}, "avg": {"reported": avg}}
+
+
+def _with_spread(mean: float, std: float) -> list[float]:
+    """Four seed values with exactly this mean and population std (the papers' ±)."""
+    return [mean + std, mean - std, mean + std, mean - std]
 
 
 @pytest.fixture()
@@ -72,6 +105,12 @@ def test_clear_gain_best_of_n_with_both_intervals(runs):
     assert r.items.estimate == pytest.approx(r.ours_delta, abs=1e-4)   # per-pair cosines give back the table
     assert "7 task(s): SICKRelatedness, STS12, STS13" in r.items.detail and r.labels == []
     assert r.magnitude_inside == {"seed-bootstrap": False, "paired-bootstrap": False}   # +2.60 is far off
+    assert set(r.magnitude.values()) == {"ours larger"}                  # apart from the sign: ours is larger
+    assert r.a.kind == r.b.kind == "trained" and r.mdd is not None
+    # beside the coarse best-of-4 bootstrap, the means of the same seeds (Welch's t, against scipy)
+    want = scipy_stats.ttest_ind(list(r.a.cell.per_seed.values()), list(r.b.cell.per_seed.values()),
+                                 equal_var=False).confidence_interval(0.95)
+    assert (r.mean_check.low, r.mean_check.high) == pytest.approx((want.low, want.high))
 
 
 def test_a_partial_average_is_never_judged_and_the_note_names_the_missing_tasks(tmp_path):
@@ -82,7 +121,7 @@ def test_a_partial_average_is_never_judged_and_the_note_names_the_missing_tasks(
     r = _by_id(result)["conpvp-t3-vs-simcse-bert-base"]
     # the table leaves an Avg. over 2 of 7 tasks empty (like with like), so the claim on it is not judged
     assert r.verdict == "not run" and r.ours_delta is None and r.magnitude_inside == {}
-    assert "Avg. left empty: ours lacks STS12, STS13, STS14, STS15, STS16" in " ".join(r.notes)
+    assert "Avg. left empty: ours lacks STS12, STS13, STS14, STS15, STS16" in r.why
     noise = {(c.cell.table, c.cell.row, c.cell.column): c for c in result.cells}
     assert ("conpvp_table3", "BERT-base SimCSE", "Avg.") not in noise
     assert noise[("conpvp_table3", "BERT-base SimCSE", "STS-B")].noise is not None
@@ -95,7 +134,7 @@ def test_clear_loss_is_reversed_and_overlap_inconclusive(runs):
     result = _by_id(build_verdicts(claims, runs, BACKBONES, "unit"))
     assert result["conpvp-t3-vs-simcse-bert-base"].verdict == "reversed"
     overlap = result["conpvp-t4-continuous-vs-manual"]          # Table 4: mean of 4 seeds, near-identical runs
-    assert overlap.seed.method == "welch-t" and overlap.verdict == "inconclusive"
+    assert overlap.seed.method == "welch-t" and overlap.verdict.startswith("inconclusive")
     assert result["conpvp-t4-negative-prototypes"].verdict == "not run"
 
 
@@ -111,5 +150,114 @@ def test_renderings_list_every_claim_and_the_cell_noise(runs):
     assert gain["verdict"] == "holds" and gain["paper_delta"] == "+2.60" and gain["source"] == "conpvp-paper.txt:152"
     noise = {(c.cell.table, c.cell.row, c.cell.column): c for c in result.cells}
     cell = noise[("conpvp_table4", "RoBERTa-large ConPVP", "Avg.")]
-    assert cell.noise is not None and cell.noise.basis.startswith("paper std 0.32, our seed std")
+    assert cell.noise is not None and cell.noise.basis.startswith("paper se 0.18 (std 0.32, n=4); our se")
+    # the standard error of a mean of 4 seeds, not the seed std: 0.32 / sqrt(3)
+    assert cell.noise.sd ** 2 == pytest.approx((0.32 / np.sqrt(3)) ** 2 + (cell.cell.std / np.sqrt(3)) ** 2)
     assert "<table>" in to_html(result)
+
+
+def test_one_trained_seed_per_side_is_not_decidable(tmp_path):
+    files = [write_run(tmp_path, "bert-base", m, 1, n) for m, n in (("conpvp", 0.15), ("simcse", 0.6))]
+    r = _by_id(build_verdicts(load_claims(), files, BACKBONES, "unit"))["conpvp-t3-vs-simcse-bert-base"]
+    # the per-pair interval alone is clear, but it ignores training-seed variance
+    assert r.items is not None and r.items.low > 0
+    assert r.verdict == NOT_DECIDABLE and r.seed is None
+    assert "trained side with 1 seed" in r.why and "BERT-base SimCSE" in r.why
+
+
+def test_the_same_runs_frozen_are_decided_by_the_items_interval(tmp_path):
+    files = [write_run(tmp_path, "bert-base", m, 1, n, trained=False) for m, n in (("conpvp", 0.15), ("simcse", 0.6))]
+    r = _by_id(build_verdicts(load_claims(), files, BACKBONES, "unit"))["conpvp-t3-vs-simcse-bert-base"]
+    assert r.a.kind == r.b.kind == "deterministic" and r.seed is None and r.verdict == "holds"
+    assert "both sides are constants" in r.seed_note
+
+
+def test_synthetic_and_stand_in_claims_are_computed_but_never_judged_or_counted(tmp_path):
+    synthetic = [write_run(tmp_path / "s", "bert-base", m, seed, n, synthetic=True)
+                 for seed in (1, 2, 3, 4) for m, n in (("conpvp", 0.15), ("simcse", 0.6))]
+    stand_in = [write_run(tmp_path / "t", "tiny", m, seed, n)
+                for seed in (1, 2, 3, 4) for m, n in (("conpvp", 0.15), ("simcse", 0.6))]
+    for files, backbones, label in ((synthetic, BACKBONES, "SYNTHETIC data: synthetic-sts"),
+                                    (stand_in, {**BACKBONES, "tiny": {"stands_in_for": "bert-base"}},
+                                     "tiny in place of bert-base")):
+        result = build_verdicts(load_claims(), files, backbones, "unit")
+        r = _by_id(result)["conpvp-t3-vs-simcse-bert-base"]
+        assert r.computed == "holds" and r.verdict == NOT_JUDGED and label in r.labels
+        found = counts(result)
+        assert "holds" not in found and found[NOT_JUDGED] >= 1
+        assert "Judged on the papers' backbones and real data: 0 — 0 holds" in summary(result)
+        cells = [c for c in result.cells if c.cell.table == "conpvp_table3"]
+        assert cells and all(c.noise is None for c in cells)              # never "within noise"
+        assert all(("synthetic" in c.reason) or ("stand-in" in c.reason) for c in cells)
+        assert f"**{NOT_JUDGED} (computed: holds)" in to_markdown(result)
+
+
+def test_the_papers_own_table4_numbers_make_the_tie_claim_hold_under_its_margin(tmp_path):
+    files = []
+    for method, (mean, std) in (("conpvp-no-proto", (77.28, 0.25)), ("simcse", (77.37, 0.88))):
+        for seed, value in enumerate(_with_spread(mean, std), start=1):
+            files.append(write_summary(tmp_path, "roberta-large", method, seed, "sts", _sts(value)))
+    claims = load_claims()
+    r = _by_id(build_verdicts(claims, files, BACKBONES, "unit"))["conpvp-t4-prompts-alone-no-gain"]
+    assert r.seed.method == "welch-t" and (r.seed.low, r.seed.high) == pytest.approx((-1.65, 1.47), abs=0.005)
+    assert r.verdict == "holds" and r.claim["margin"] == pytest.approx(1.69)
+    tight = copy.deepcopy(claims)                     # without a margin a tie can never hold
+    next(c for c in tight["claims"] if c["id"] == "conpvp-t4-prompts-alone-no-gain")["margin"] = 0.0
+    r = _by_id(build_verdicts(tight, files, BACKBONES, "unit"))["conpvp-t4-prompts-alone-no-gain"]
+    assert r.verdict == UNDERPOWERED
+
+
+def test_paper_spread_for_an_exact_reproduction_is_underpowered(tmp_path):
+    files = []
+    for method, (mean, std) in (("conpvp", (79.90, 0.32)), ("conpvp-manual", (79.18, 0.49))):
+        for seed, value in enumerate(_with_spread(mean, std), start=1):
+            files.append(write_summary(tmp_path, "roberta-large", method, seed, "sts", _sts(value)))
+    r = _by_id(build_verdicts(load_claims(), files, BACKBONES, "unit"))["conpvp-t4-continuous-vs-manual"]
+    assert r.seed.low < 0 < r.seed.high and r.verdict == UNDERPOWERED
+    assert r.mdd > 0.72 and "n=4" in r.mdd_basis
+    # the same seeds could show the paper's 1.41 for negative prototypes: a tie there is plainly inconclusive
+    files += [write_summary(tmp_path, "roberta-large", "conpvp-no-neg", seed, "sts", _sts(value))
+              for seed, value in enumerate(_with_spread(79.90, 0.32), start=1)]
+    r = _by_id(build_verdicts(load_claims(), files, BACKBONES, "unit"))["conpvp-t4-negative-prototypes"]
+    assert r.mdd < 1.41 and r.seed.low < 0 < r.seed.high and r.verdict == "inconclusive"
+
+
+def test_a_frozen_side_against_four_seeds_gets_a_one_sample_interval(tmp_path):
+    acc = [87.9, 88.4, 88.1, 87.6]
+    files = [write_summary(tmp_path, "deberta-base", "mocoutrl", seed, "wos", {"acc": a, "f1": a - 1})
+             for seed, a in enumerate(acc, start=1)]
+    files.append(write_summary(tmp_path, "deberta-base", "frozen-avg", None, "wos", {"acc": 85.71, "f1": 85.61},
+                               trained=False))
+    result = build_verdicts(load_claims(), files, BACKBONES, "unit")
+    r = _by_id(result)["mocoutrl-t2-wos-accuracy"]
+    assert (r.a.kind, r.b.kind) == ("trained", "deterministic") and r.seed.method == "one-sample-t"
+    want = scipy_stats.ttest_1samp(np.array(acc) - 85.71, 0.0).confidence_interval(0.95)
+    assert (r.seed.low, r.seed.high) == pytest.approx((want.low, want.high)) and r.verdict == "holds"
+    assert "the paper is inconsistent: precision goes the other way" in " ".join(r.notes)
+    # the frozen cell is compared with the paper as a deterministic number (se 0, rounding only)
+    frozen = next(c for c in result.cells if c.cell.table == "mocoutrl_table2" and c.cell.row == "DeBERTa-base"
+                  and c.cell.column == "Acc")
+    assert frozen.noise.within and frozen.noise.sd == 0.0
+
+
+def test_a_reported_only_side_is_tested_as_the_published_constant(runs):
+    result = build_verdicts(load_claims(), runs, BACKBONES, "unit")
+    r = _by_id(result)["conpvp-t3-vs-consert-bert-base"]
+    assert r.b.kind == "published" and r.b.ours == pytest.approx(72.74)
+    assert r.seed.method == "one-sample-bootstrap" and "constant 72.74" in r.seed.detail
+    assert r.items is None and "published number" in r.items_note and r.verdict in ("holds", "reversed", "inconclusive")
+    assert r.ours_delta == pytest.approx(r.a.ours - 72.74)
+
+
+def test_not_run_is_split_into_named_causes(tmp_path, runs):
+    result = build_verdicts(load_claims(), runs, BACKBONES, "unit")
+    by_id = _by_id(result)
+    assert by_id["conpvp-t4-negative-prototypes"].cause == "no run in this experiment"
+    assert by_id["promptbert-k8-manual-vs-flow"].cause == "no run in this experiment"
+    two = {"STSBenchmark": 150, "SICKRelatedness": 130}
+    partial = [write_run(tmp_path / "p", "bert-base", m, seed, n, tasks=two)
+               for seed in (1, 2) for m, n in (("conpvp", 0.15), ("simcse", 0.6))]
+    r = _by_id(build_verdicts(load_claims(), partial, BACKBONES, "unit"))["conpvp-t3-vs-simcse-bert-base"]
+    assert r.verdict == "not run" and r.cause == "average left empty"
+    text = summary(result)
+    assert "no run in this experiment" in text and "Multiplicity:" in text and "false \"reversed\"" in text

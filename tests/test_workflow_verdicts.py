@@ -1,5 +1,6 @@
 """The verdict rule end to end on tiny BERT: every claim listed, intervals from seeds and STS pairs,
-the audit of a verdict row, and editing claims.yaml reruns only that rule.
+stand-in rows computed but "not judged" (never counted, no stand-in cell "within noise"), the causes
+of "not run" named, the audit of a verdict row, and editing claims.yaml reruns only that rule.
 
 Runs: SimCSE and PromptBERT with 3 seeds each (a Welch interval and a paired bootstrap for PromptBERT
 Knowl 8's "+2.29 over SimCSE"), a manual prompt and last-layer averaging without fine-tuning (one
@@ -60,13 +61,24 @@ def test_every_claim_is_listed_and_stand_ins_are_labelled(verdict_run):
     rows = _rows(verdict_run)
     assert list(rows) == [c["id"] for c in claims["claims"]]
     assert rows["conpvp-t3-vs-simcse-bert-base"]["verdict"] == "not run"       # no ConPVP run here
-    assert "reported only" in rows["promptbert-k8-manual-vs-flow"]["notes"]     # BERT-flow is not run
+    assert rows["conpvp-t3-vs-simcse-bert-base"]["not_run_cause"] == "no run in this experiment"
+    assert rows["promptbert-k8-manual-vs-flow"]["kind_b"] == "published"       # BERT-flow: its published number
+    # every row with a number of ours is on tiny-bert: computed for the code path, never judged or counted
+    computed = [r for r in rows.values() if r["ours_delta"]]
+    assert computed and all(r["verdict"] == "not judged" and r["computed_verdict"] for r in computed)
+    assert "Judged on the papers' backbones and real data: 0 — 0 holds, 0 reversed" in text
+    assert "no run in this experiment" in text.split("Not run:", 1)[1].split(".", 1)[0]
+    with open(verdict_run / "results" / EXP / "verdicts.cells.csv", newline="", encoding="utf-8") as handle:
+        cells = list(csv.DictReader(handle))
+    stand_in = [c for c in cells if "tiny-bert in place of" in c["row"] + c["column"]]
+    assert stand_in and all(c["within_noise"] == "n/a" and "stand-in" in c["basis"] for c in stand_in)
     assert (verdict_run / "results" / EXP / "verdicts.html").read_text().count("<tr") > len(rows)
 
 
 def test_seed_and_item_intervals_of_a_claim_with_three_seeds_per_side(verdict_run):
     row = _rows(verdict_run)["promptbert-k8-vs-simcse-bert-base"]
-    assert row["verdict"] in ("holds", "reversed", "inconclusive")
+    assert row["verdict"] == "not judged" and row["kind_a"] == row["kind_b"] == "trained"
+    assert row["computed_verdict"] in ("holds", "reversed", "inconclusive", "inconclusive — underpowered")
     assert row["seed_method"].startswith("Welch's t, n=3 vs 3")
     assert row["items_method"].startswith("paired bootstrap over items, 1000 resamples, seed 0, 7 task(s): ")
     assert float(row["seed_low"]) <= float(row["ours_delta"]) <= float(row["seed_high"])
@@ -90,9 +102,10 @@ def test_seed_and_item_intervals_of_a_claim_with_three_seeds_per_side(verdict_ru
     assert [s["seed"] for s in provenance["a"]["seeds"]] == SEEDS and all(s["items"] for s in provenance["a"]["seeds"])
 
 
-def test_one_seed_claims_rely_on_the_paired_bootstrap(verdict_run):
+def test_two_frozen_sides_rely_on_the_paired_bootstrap(verdict_run):
     row = _rows(verdict_run)["promptbert-k8-manual-vs-avg"]
-    assert row["seed_low"] == "" and "1 vs 1 seed(s)" in row["seed_method"]
+    assert row["kind_a"] == row["kind_b"] == "deterministic"
+    assert row["seed_low"] == "" and "both sides are constants" in row["seed_method"]
     assert row["items_low"] and row["items_method"].startswith("paired bootstrap")
 
 

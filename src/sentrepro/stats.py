@@ -10,8 +10,14 @@ Pure numpy/scipy functions, no I/O. Two kinds of interval, both 95% by default:
   resampled once per replicate and both systems (every seed of both sides) are scored on that same
   resample; the 7-task average resamples every task independently and averages the task scores.
 
-A verdict compares the intervals with the claimed direction, and :func:`within_noise` says whether a
-reproduced cell is within the combined seed noise of the paper's number.
+* one-sample interval: a deterministic side (a frozen model, a published number) is a constant, so
+  the interval is the trained side's seed statistic minus that constant (one-sample t for a mean,
+  a bootstrap over the trained side's seeds otherwise).
+
+A verdict compares the intervals with the claimed direction (with an equivalence margin for "no gain"
+claims and a threshold for "at least d" claims); :func:`minimum_detectable_difference` says how large a
+difference the seeds can show at 80% power, and :func:`within_noise` says whether a reproduced cell is
+within the combined noise (standard errors) of the paper's number.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ LEVEL = 0.95
 SEED_STATISTICS = ("mean", "best", "max", "min", "std", "range")
 DIRECTIONS = ("greater", "less", "no_gain")
 HOLDS, REVERSED, INCONCLUSIVE = "holds", "reversed", "inconclusive"
+POWER = 0.80
 
 
 @dataclass(frozen=True)
@@ -140,6 +147,72 @@ def seed_interval(a: Sequence[float], b: Sequence[float], statistic: str, *, sel
                                    n_resamples=n_resamples, seed=seed, level=level)
 
 
+def one_sample_interval(values: Sequence[float], constant: float, statistic: str, *, selection=None,
+                        constant_first: bool = False, n_resamples: int = 10000, seed: int = 0,
+                        level: float = LEVEL) -> Interval | None:
+    """stat(values) - constant (or constant - stat(values) with ``constant_first``): the interval when
+    one side is deterministic (a frozen model or a published number has no seed spread).
+
+    A mean uses the one-sample t interval (sample std, n - 1 df); another statistic (best-of-N, max)
+    a percentile bootstrap over the seeds. None with fewer than 2 seeds (no spread to estimate).
+    """
+    x = np.asarray(values, dtype=np.float64)
+    if len(x) < 2:
+        return None
+    if statistic == "mean":
+        diff = float(x.mean() - constant)
+        se = float(x.std(ddof=1) / np.sqrt(len(x)))
+        t = float(_scipy_stats.t.ppf(1 - (1 - level) / 2, len(x) - 1))
+        low, high, method = diff - t * se, diff + t * se, "one-sample-t"
+        detail = f"one-sample t against a constant {constant:.2f}, n={len(x)}, df={len(x) - 1}"
+    else:
+        rng = np.random.default_rng(seed)
+        idx = rng.integers(0, len(x), size=(n_resamples, len(x)))
+        sel = None if selection is None else np.asarray(selection, dtype=np.float64)[idx].T
+        boot = seed_statistic(x[idx].T, statistic, sel) - constant
+        diff = float(seed_statistic(x, statistic, selection) - constant)
+        low, high = _percentile(boot, level)
+        method = "one-sample-bootstrap"
+        detail = (f"bootstrap over seeds against a constant {constant:.2f}, n={len(x)}, {n_resamples} resamples, "
+                  f"seed {seed}")
+    if constant_first:
+        diff, low, high = -diff, -high, -low
+    return Interval(diff, low, high, method, detail)
+
+
+def minimum_detectable_difference(sd_a: float | None, n_a: int | None, sd_b: float | None, n_b: int | None, *,
+                                  level: float = LEVEL, power: float = POWER) -> float | None:
+    """The smallest true |A - B| a two-sided t test at ``level`` detects with probability ``power``.
+
+    ``sd`` is a side's sample std over seeds and ``n`` its seeds; a deterministic side is ``(0, None)``
+    (a constant: no variance term). MDD = (t_{1-alpha/2, df} + t_{power, df}) * SE with
+    SE = sqrt(sd_a^2/n_a + sd_b^2/n_b) and Welch-Satterthwaite df (one-sample: n - 1). None when a
+    side that varies has fewer than 2 seeds (no df) or a std is unknown.
+    """
+    terms, dfs = [], []
+    for sd, n in ((sd_a, n_a), (sd_b, n_b)):
+        if n is None:                     # deterministic
+            continue
+        if sd is None or n < 2:
+            return None
+        terms.append(sd ** 2 / n)
+        dfs.append(n - 1)
+    if not terms:
+        return 0.0
+    var = sum(terms)
+    if var == 0.0:
+        return 0.0
+    df = var ** 2 / sum(t ** 2 / d for t, d in zip(terms, dfs))
+    quantile = _scipy_stats.t.ppf(1 - (1 - level) / 2, df) + _scipy_stats.t.ppf(power, df)
+    return float(quantile * np.sqrt(var))
+
+
+def false_reversed_chance(n_claims: int, level: float = LEVEL) -> float:
+    """Chance that at least one of ``n_claims`` true claims is called "reversed" when each is tested
+    with its own two-sided interval at ``level`` (one tail each, independence assumed, no correction)."""
+    return float(1.0 - (1.0 - (1.0 - level) / 2.0) ** n_claims)
+
+
 # --- paired bootstrap over evaluation items --------------------------------------------------------
 
 
@@ -234,31 +307,44 @@ def _side(groups: list[tuple[np.ndarray, int]], gold_ranks: np.ndarray, idx: np.
 # --- verdicts and cell noise ----------------------------------------------------------------------
 
 
-def verdict(intervals: Sequence[Interval], direction: str) -> str:
+def verdict(intervals: Sequence[Interval], direction: str, *, margin: float = 0.0,
+            at_least: float | None = None) -> str:
     """holds / reversed / inconclusive from the available intervals of A - B.
 
-    ``greater`` (A beats B) holds when every interval lies above 0 and is reversed when every interval
-    lies below 0; ``less`` mirrors it. ``no_gain`` (A does not improve on B) is reversed when every
-    interval lies above 0 and holds when every interval lies at or below 0 (high <= 0). With no
-    interval, or intervals that disagree, the claim is inconclusive.
+    ``greater`` (A beats B) holds when every interval lies above 0 (above ``at_least`` for an "at least
+    d" claim) and is reversed when every interval lies below 0; ``less`` mirrors it. ``no_gain`` (A
+    does not improve on B) is a non-superiority test with equivalence ``margin`` (>= 0): it holds when
+    every interval's upper end is at or below the margin (any gain is smaller than the margin) and is
+    reversed when every interval's lower end is above it. With no interval, or intervals that
+    disagree, the claim is inconclusive.
     """
     if direction not in DIRECTIONS:
         raise ValueError(f"unknown claim direction '{direction}' (known: {', '.join(DIRECTIONS)})")
+    if margin < 0:
+        raise ValueError(f"an equivalence margin is a size (>= 0), got {margin}")
     if not intervals:
         return INCONCLUSIVE
-    signs = {i.excludes_zero() for i in intervals}
     if direction == "no_gain":
-        if signs == {1}:
+        if all(i.low > margin for i in intervals):
             return REVERSED
-        if all(i.high <= 0 for i in intervals):
+        if all(i.high <= margin for i in intervals):
             return HOLDS
         return INCONCLUSIVE
     want = 1 if direction == "greater" else -1
-    if signs == {want}:
+    threshold = 0.0 if at_least is None else abs(at_least)
+    if all(want * i.low > threshold if want > 0 else want * i.high > threshold for i in intervals):
         return HOLDS
-    if signs == {-want}:
+    if {i.excludes_zero() for i in intervals} == {-want}:
         return REVERSED
     return INCONCLUSIVE
+
+
+def magnitude_position(interval: Interval, target: float) -> str:
+    """Where a claimed size (as a value of A - B) lies against an interval: inside, or the interval
+    lies below / above it (ours is smaller / larger than claimed)."""
+    if interval.contains(target):
+        return "inside"
+    return "ours smaller" if interval.high < target else "ours larger"
 
 
 def signed_magnitude(magnitude: float | None, direction: str) -> float | None:
@@ -273,17 +359,28 @@ class Noise:
     """Is a reproduced cell within the noise of the paper's number?"""
 
     delta: float          # ours - paper
-    sd: float             # sqrt(paper_sd^2 + ours_sd^2)
+    sd: float             # sqrt(paper_se^2 + ours_se^2): the standard error of the difference
     within: bool          # |delta| <= z * sd
-    basis: str            # where each sd came from
+    basis: str            # where each standard error came from
 
 
-def within_noise(ours: float, ours_sd: float | None, paper: float, paper_sd: float | None, *,
-                 default_sd: float, z: float = 1.96) -> Noise:
-    """|ours - paper| <= z * sqrt(paper_sd^2 + ours_sd^2); a missing sd (the paper prints none, or we
-    have one seed) is replaced by ``default_sd``, and the basis says which."""
-    p_sd, p_basis = (paper_sd, "paper std") if paper_sd is not None else (default_sd, "default std for the paper")
-    o_sd, o_basis = (ours_sd, "our seed std") if ours_sd is not None else (default_sd, "default std for ours")
-    sd = float(np.sqrt(p_sd ** 2 + o_sd ** 2))
+def standard_error(pop_std: float | None, n: int, statistic: str) -> float | None:
+    """The noise of a cell's headline number from its seeds' population std (the tables' ddof=0).
+
+    A mean of n seeds: the standard error sample_std / sqrt(n) = pop_std / sqrt(n - 1). Best-of-N is
+    one chosen run: a single seed's spread, the sample std. None with fewer than 2 seeds or no std.
+    """
+    if pop_std is None or n < 2:
+        return None
+    sample = pop_std * np.sqrt(n / (n - 1))
+    return float(sample / np.sqrt(n)) if statistic == "mean" else float(sample)
+
+
+def within_noise(ours: float, ours_se: float, paper: float, paper_se: float, *, basis: str = "",
+                 z: float = 1.96, rounding: float = 0.0) -> Noise:
+    """|ours - paper| <= z * sqrt(paper_se^2 + ours_se^2) + rounding: both numbers' standard errors
+    (the caller says where each came from in ``basis``); ``rounding`` is half the printed last digit,
+    the only slack two deterministic numbers have."""
+    sd = float(np.sqrt(paper_se ** 2 + ours_se ** 2))
     delta = float(ours - paper)
-    return Noise(delta, sd, abs(delta) <= z * sd, f"{p_basis} {p_sd:.2f}, {o_basis} {o_sd:.2f}, z={z}")
+    return Noise(delta, sd, abs(delta) <= z * sd + rounding + 1e-9, f"{basis}, z={z}" if basis else f"z={z}")

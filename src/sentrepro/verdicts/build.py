@@ -2,22 +2,33 @@
 
 For each claim both sides are read from the cells the table builder computes from the same metrics
 files the tables use (:func:`sentrepro.tables.build.build_table`), so ours here is the number the
-table shows. Per claim:
+table shows. Each side is one of three kinds: **trained** (its metrics files descend from a training
+summary: seeds vary), **deterministic** (a frozen model: one evaluation, no seed variance) or
+**published** (a reported-only row: the paper's number, a constant). Per claim:
 
 * ours: difference of the sides' headline seed statistics (best-of-N or mean, or the column's
   forced statistic), a - b;
-* seed interval (:func:`sentrepro.stats.seed_interval`): Welch's t for means with n >= 3 seeds on
-  both sides, else a bootstrap over seeds (n >= 2), else none;
+* seed interval: two trained sides -> :func:`sentrepro.stats.seed_interval` (Welch's t for means
+  with n >= 3 per side, else a bootstrap over seeds); a trained side against a constant (a
+  deterministic or published side) -> :func:`sentrepro.stats.one_sample_interval`; two constants -> none
+  needed (no seed variance). A trained side with fewer than 2 seeds makes the claim **not decidable**:
+  one run carries no seed variance, and no item-level interval can replace it;
 * test-set interval (:func:`sentrepro.stats.paired_bootstrap`): from the per-pair cosines kept
   beside STS metrics files; every seed the statistic uses is scored on the same resample of each
   task (best-of-N: the selected seed); the Avg. column averages the tasks resampled independently;
-* verdict: holds / reversed / inconclusive from the available intervals (all must agree), "not run"
-  when a side has no number of ours, and whether the claimed magnitude lies inside each interval.
+* verdict: holds / reversed / inconclusive from the available intervals (all must agree; ``no_gain``
+  claims with the claim's equivalence ``margin``, "at least d" claims with ``at_least``);
+  "inconclusive — underpowered" when the minimum detectable difference at these seeds exceeds the
+  paper's own difference; "not run" with a named cause; and where the claimed magnitude lies against
+  each interval (inside, ours smaller, ours larger), reported apart from the sign.
+
+A claim with a stand-in backbone or synthetic data on either side is computed (``computed``, for the
+code path) but its verdict is "not judged" and it is left out of every count.
 
 Cell noise: every reproduced cell of those tables with a published number gets
-:func:`sentrepro.stats.within_noise` (the paper's std and ours, or the stated default).
-Synthetic inputs and stand-in backbones are carried into every row's labels; a synthetic cell is
-never compared with the paper's number.
+:func:`sentrepro.stats.within_noise` with both numbers' standard errors (a mean's, or one run's
+for best-of-N); a missing std comes from the suite's spread (the median of the papers' printed stds
+for that suite and metric). Stand-in and synthetic cells are never compared with the paper's number.
 """
 
 from __future__ import annotations
@@ -36,10 +47,15 @@ from sentrepro.stats import (
     Interval,
     Noise,
     PairedTask,
+    magnitude_position,
+    minimum_detectable_difference,
+    one_sample_interval,
     paired_bootstrap,
     seed_interval,
     signed_magnitude,
+    standard_error,
     verdict,
+    welch_interval,
     within_noise,
 )
 from sentrepro.tables.build import Cell, TableResult, build_table, metric_value, paper_value
@@ -48,6 +64,12 @@ from sentrepro.tables.spec import cell_selector, load_spec
 from sentrepro.verdicts.claims import CLAIMS_PATH, Side, claim_tables, sides
 
 NOT_RUN = "not run"
+NOT_DECIDABLE = "not decidable"
+UNDERPOWERED = "inconclusive — underpowered"
+NOT_JUDGED = "not judged"
+TRAINED, DETERMINISTIC, PUBLISHED = "trained", "deterministic", "published"
+# why a claim was not run, in the order the summary lists them
+NOT_RUN_CAUSES = ("reported only", "average left empty", "metric missing", "no run in this experiment")
 STS_TASKS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness")
 NOISE_STATISTICS = ("mean", "best")   # a forced std/max/range column is not a noisy estimate of the paper's
 
@@ -64,14 +86,27 @@ class SideResult:
     backbone: str | None = None             # the paper backbone the spec names for this cell
     row_ran: bool = False                   # other cells of the row have numbers of ours
     missing: tuple = ()                     # an aggregate (Avg.) the table left empty: the columns it lacks
+    kind: str | None = None                 # trained / deterministic / published; None: no number
+    paper_seeds: int | None = None          # seeds behind the paper's number (reported statistic or max_seeds)
 
     @property
     def ours(self) -> float | None:
+        if self.kind == PUBLISHED:
+            return self.paper.value
         return None if self.cell is None else self.cell.value
 
     @property
     def statistic(self) -> str | None:
         return None if self.cell is None else self.cell.statistic
+
+    @property
+    def n(self) -> int:
+        return 0 if self.cell is None else len(self.cell.per_seed)
+
+    @property
+    def flagged(self) -> bool:
+        """Computed on a stand-in backbone or on synthetic data: never a test of the paper."""
+        return self.cell is not None and bool(self.cell.stand_in or self.cell.synthetic)
 
     def seeds_used(self) -> list:
         """The seeds behind ``ours``: the selected one for best-of-N, else every seed."""
@@ -93,7 +128,13 @@ class ClaimResult:
     items: Interval | None = None
     items_note: str = ""
     verdict: str = NOT_RUN
-    magnitude_inside: dict = field(default_factory=dict)    # interval method -> bool
+    why: str = ""                                           # what decided (or blocked) the verdict
+    cause: str = ""                                         # not run: one of NOT_RUN_CAUSES
+    computed: str = ""                                      # not judged: the verdict the code computed
+    mdd: float | None = None                                # minimum detectable difference (80% power)
+    mdd_basis: str = ""
+    magnitude: dict = field(default_factory=dict)           # interval method -> inside / ours smaller / larger
+    mean_check: Interval | None = None                      # best-of-N claims: Welch's t on the seeds' means
     labels: list = field(default_factory=list)              # stand-in / synthetic / partial average
     notes: list = field(default_factory=list)
     item_files: dict = field(default_factory=dict)          # "a"/"b" -> {seed: Path}
@@ -112,6 +153,14 @@ class ClaimResult:
     @property
     def synthetic(self) -> bool:
         return any(s.cell is not None and s.cell.synthetic for s in (self.a, self.b))
+
+    @property
+    def flagged(self) -> bool:
+        return self.a.flagged or self.b.flagged
+
+    @property
+    def magnitude_inside(self) -> dict:
+        return {m: p == "inside" for m, p in self.magnitude.items()}
 
     def intervals(self) -> list[Interval]:
         return [i for i in (self.seed, self.items) if i is not None]
@@ -132,6 +181,7 @@ class VerdictResult:
     cells: list[CellNoise]
     settings: dict               # claims.yaml noise + bootstrap
     claims_file: str             # path#sha256=...
+    spreads: dict = field(default_factory=dict)   # (suite, key or "*") -> (spread, how many stds)
 
 
 class VerdictError(ValueError):
@@ -163,8 +213,31 @@ class Tables:
         if cell is not None and cell.value is None:
             cell = None
         ran = any(c.row == printed_row and c.value is not None for c in result.cells)
+        reported_only = bool(row.get("reported_only"))
+        if cell is not None:
+            kind = TRAINED if trained(cell) else DETERMINISTIC
+        else:
+            kind = PUBLISHED if reported_only and paper is not None and paper.value is not None else None
+        seeds = (paper.statistic or {}).get("seeds") if paper is not None else None
         return SideResult(side, printed_row, cell, paper, selector.get("suite"), selector.get("key"),
-                          bool(row.get("reported_only")), selector.get("backbone"), ran, missing)
+                          reported_only, selector.get("backbone"), ran, missing, kind,
+                          seeds or spec.get("max_seeds"))
+
+
+_TRAINED: dict[str, bool] = {}
+
+
+def trained(cell: Cell) -> bool:
+    """Whether a cell's runs were trained: their metrics files' provenance names a training summary
+    (sentrepro.evaluation.job adds one for every trained run; a frozen model has none)."""
+    for path in cell.files.values():
+        key = f"{path}@{Path(path).stat().st_mtime_ns}"
+        if key not in _TRAINED:
+            inputs = (read_json(path).get("provenance") or {}).get("inputs") or []
+            _TRAINED[key] = any(isinstance(e, dict) and e.get("role") == "training summary" for e in inputs)
+        if _TRAINED[key]:
+            return True
+    return False
 
 
 # --- intervals -----------------------------------------------------------------------------------------
@@ -234,32 +307,85 @@ def _test_set_interval(result: ClaimResult, settings: dict) -> None:
     result.item_files = {"a": files_a, "b": files_b}
 
 
-def _seed_interval(result: ClaimResult, tables: Tables, settings: dict) -> None:
+def _seed_interval(result: ClaimResult, tables: Tables, settings: dict) -> str | None:
+    """Set ``result.seed`` by the sides' kinds; returns why the claim is not decidable, else None."""
     a, b = result.a, result.b
-    if a.statistic != b.statistic:
-        result.seed_note = f"no seed interval: the sides use different statistics ({a.statistic} vs {b.statistic})"
-        return
-    values_a, values_b = list(a.cell.per_seed.values()), list(b.cell.per_seed.values())
-    interval = seed_interval(values_a, values_b, a.statistic,
-                             selection_a=_selection(a, tables.specs[a.side.table]),
-                             selection_b=_selection(b, tables.specs[b.side.table]),
-                             n_resamples=settings["seed_resamples"], seed=settings["seed_seed"],
-                             level=settings["level"])
-    if interval is None:
-        result.seed_note = (f"no seed interval: {len(values_a)} vs {len(values_b)} seed(s) "
-                            f"(a bootstrap needs 2 per side, Welch's t 3)")
-    result.seed = interval
+    short = [s for s in (a, b) if s.kind == TRAINED and s.n < 2]
+    if short:
+        return "; ".join(f"{s.label} is a trained side with {s.n} seed: one run carries no seed variance, "
+                         "so no interval can separate the methods from the seed (at least 2 seeds needed)"
+                         for s in short)
+    options = dict(n_resamples=settings["seed_resamples"], seed=settings["seed_seed"], level=settings["level"])
+    if a.kind == TRAINED and b.kind == TRAINED:
+        if a.statistic != b.statistic:
+            result.seed_note = f"no seed interval: the sides use different statistics ({a.statistic} vs {b.statistic})"
+            return None
+        values_a, values_b = list(a.cell.per_seed.values()), list(b.cell.per_seed.values())
+        result.seed = seed_interval(values_a, values_b, a.statistic,
+                                    selection_a=_selection(a, tables.specs[a.side.table]),
+                                    selection_b=_selection(b, tables.specs[b.side.table]), **options)
+        if a.statistic == "best":
+            # a maximum of at most 4 values is a coarse statistic: the mean of the same seeds beside it
+            result.mean_check = welch_interval(values_a, values_b, settings["level"])
+        return None
+    if TRAINED in (a.kind, b.kind):
+        varying, constant = (a, b) if a.kind == TRAINED else (b, a)
+        result.seed = one_sample_interval(list(varying.cell.per_seed.values()), constant.ours, varying.statistic,
+                                          selection=_selection(varying, tables.specs[varying.side.table]),
+                                          constant_first=varying is b, **options)
+        result.seed_note = f"{constant.label} is {constant.kind}: tested as a constant"
+        return None
+    result.seed_note = "no seed interval needed: both sides are constants (deterministic or published)"
+    return None
 
 
-def _why_missing(side: SideResult) -> str:
+def _cause(side: SideResult) -> tuple[str, str]:
+    """(cause, explanation) of a side without a number of ours."""
     if side.reported_only:
-        return "reported only, not run by this workflow"
+        return "reported only", "reported only, not run by this workflow (and the paper prints no number here)"
     if side.missing:
-        return (f"{side.side.column} left empty: ours lacks {', '.join(side.missing)} "
-                "(an average of some columns is never set against the paper's average of all)")
+        return "average left empty", (f"{side.side.column} left empty: ours lacks {', '.join(side.missing)} "
+                                      "(an average of some columns is never set against the paper's average of all)")
     if side.row_ran:
-        return f"its runs' {side.suite} metrics files have no '{side.key}'"
-    return "no run of ours in this experiment"
+        return "metric missing", f"its runs' {side.suite} metrics files have no '{side.key}'"
+    return "no run in this experiment", "no run of ours in this experiment"
+
+
+def _power(result: ClaimResult, level: float) -> None:
+    """The minimum detectable difference at these seeds (ours; the paper's std and seeds where we have
+    no spread), and the basis it was computed on."""
+    parts, args = [], []
+    for s in (result.a, result.b):
+        if s.kind in (DETERMINISTIC, PUBLISHED):
+            args += [0.0, None]
+            parts.append(f"{s.label}: constant")
+        elif s.kind == TRAINED and s.n >= 2:
+            sample = float(np.std(list(s.cell.per_seed.values()), ddof=1))
+            args += [sample, s.n]
+            parts.append(f"{s.label}: our sd {sample:.2f}, n={s.n}")
+        elif s.paper is not None and s.paper.std is not None and s.paper_seeds and s.paper_seeds >= 2:
+            n = s.paper_seeds
+            sample = s.paper.std * np.sqrt(n / (n - 1))
+            args += [sample, n]
+            parts.append(f"{s.label}: the paper's sd {s.paper.std:.2f}, n={n}")
+        else:
+            result.mdd_basis = f"no minimum detectable difference: no seed spread for {s.label}"
+            return
+    result.mdd = minimum_detectable_difference(*args, level=level)
+    result.mdd_basis = "; ".join(parts) + " (80% power; best-of-N treated as a mean)"
+
+
+def _underpowered(result: ClaimResult) -> bool:
+    """The difference the claim needs is below what these seeds can detect."""
+    if result.mdd is None:
+        return False
+    claim = result.claim
+    if claim["direction"] == "no_gain":
+        return result.mdd > float(claim.get("margin", 0.0))
+    needed = abs(result.paper_delta) if result.paper_delta is not None else claim.get("magnitude")
+    if claim.get("at_least") is not None and needed is not None:
+        needed = abs(needed) - abs(claim["at_least"])      # how far the paper's difference clears d
+    return needed is not None and abs(needed) < result.mdd
 
 
 def judge(claim: dict, tables: Tables, settings: dict) -> ClaimResult:
@@ -267,12 +393,19 @@ def judge(claim: dict, tables: Tables, settings: dict) -> ClaimResult:
     result = ClaimResult(claim, tables.locate(side_a), tables.locate(side_b))
     if claim.get("note"):
         result.notes.append(claim["note"])
-    missing = [s for s in (result.a, result.b) if s.cell is None]
-    if missing:
-        result.notes.append("; ".join(f"{s.label}: {_why_missing(s)}" for s in missing))
+    if claim.get("inconsistency"):
+        result.notes.append(f"the paper is inconsistent: {claim['inconsistency']}")
+    missing = [s for s in (result.a, result.b) if s.kind is None]
+    if missing or {result.a.kind, result.b.kind} == {PUBLISHED}:
+        causes = [_cause(s) for s in missing] or [("reported only", "both sides are published numbers only")]
+        result.cause = next(c for c in NOT_RUN_CAUSES if c in {k for k, _ in causes})
+        result.why = "; ".join(f"{s.label}: {text}" for s, (_, text) in zip(missing, causes)) or causes[0][1]
+        _power(result, settings["level"])
         return result
     result.ours_delta = result.a.ours - result.b.ours
     for s in (result.a, result.b):
+        if s.cell is None:
+            continue
         if s.cell.stand_in:
             result.labels.append(f"{s.cell.stand_in} in place of {s.backbone}")
         if s.cell.synthetic:
@@ -281,15 +414,33 @@ def judge(claim: dict, tables: Tables, settings: dict) -> ClaimResult:
         if partial:
             result.labels.append(f"Avg. over {len(partial)} of {len(STS_TASKS)} STS tasks ({', '.join(partial)})")
     result.labels = list(dict.fromkeys(result.labels))
-    _seed_interval(result, tables, settings)
-    _test_set_interval(result, settings)
+    blocked = _seed_interval(result, tables, settings)
+    if PUBLISHED in (result.a.kind, result.b.kind):
+        result.items_note = "no test-set interval: one side is a published number (no per-item scores)"
+    else:
+        _test_set_interval(result, settings)
+    _power(result, settings["level"])
     intervals = result.intervals()
-    result.verdict = verdict(intervals, claim["direction"]) if intervals else INCONCLUSIVE
-    if not intervals:
-        result.notes.append("no interval: one seed per side and no per-item scores")
+    options = {"margin": float(claim.get("margin", 0.0)), "at_least": claim.get("at_least")}
+    if blocked:
+        computed, result.why = NOT_DECIDABLE, blocked
+    elif not intervals:
+        computed, result.why = INCONCLUSIVE, "no interval"
+    else:
+        computed = verdict(intervals, claim["direction"], **options)
+        if computed == INCONCLUSIVE and _underpowered(result):
+            computed = UNDERPOWERED
+            result.why = (f"the seeds can detect a difference of {result.mdd:.2f} (80% power), more than the "
+                          f"{'margin' if claim['direction'] == 'no_gain' else 'difference the paper claims'}")
     target = signed_magnitude(claim.get("magnitude"), claim["direction"])
-    if target is not None and not result.synthetic and not result.partial:
-        result.magnitude_inside = {i.method: i.contains(target) for i in intervals}
+    if target is not None and not result.partial:
+        result.magnitude = {i.method: magnitude_position(i, target) for i in intervals}
+    if result.flagged:
+        result.computed, result.verdict = computed, NOT_JUDGED
+        result.why = ("computed on a stand-in backbone or synthetic data for the code path only "
+                      f"(it would read '{computed}'); never counted") + (f"; {result.why}" if result.why else "")
+    else:
+        result.verdict = computed
     return result
 
 
@@ -302,7 +453,24 @@ def partial_average(side: SideResult) -> list[str] | None:
     return tasks if len(tasks) < len(STS_TASKS) else None
 
 
-def cell_noise(tables: Tables, default_sd: float) -> list[CellNoise]:
+def suite_spreads(tables: Tables) -> dict[tuple[str, str], tuple[float, int]]:
+    """(suite, metric key) -> (median of the papers' printed stds of that metric, how many), and
+    (suite, "*") over every metric of the suite: the spread a number without its own std is given."""
+    found: dict[tuple[str, str], list[float]] = {}
+    for name, spec in tables.specs.items():
+        for row in spec["rows"]:
+            for column in spec["columns"]:
+                if column.get("stat") not in (None, "mean"):
+                    continue
+                selector = cell_selector(spec, row, column)
+                paper = paper_value(tables.reported, spec, row, column, selector["key"])
+                if paper is not None and paper.std is not None:
+                    found.setdefault((selector["suite"], selector["key"]), []).append(paper.std)
+                    found.setdefault((selector["suite"], "*"), []).append(paper.std)
+    return {k: (float(np.median(v)), len(v)) for k, v in sorted(found.items())}
+
+
+def cell_noise(tables: Tables, spreads: dict) -> list[CellNoise]:
     out = []
     for name in sorted(tables.results):
         spec = tables.specs[name]
@@ -310,20 +478,57 @@ def cell_noise(tables: Tables, default_sd: float) -> list[CellNoise]:
             for column in spec["columns"]:
                 side = tables.locate(Side(name, row["label"], column["label"]))
                 if side.cell is not None and side.paper is not None and side.paper.value is not None:
-                    out.append(_noise(side, default_sd))
+                    out.append(_noise(side, spreads))
     return out
 
 
-def _noise(side: SideResult, default_sd: float) -> CellNoise:
-    cell = side.cell
+def _spread(side: SideResult, spreads: dict) -> tuple[float, str] | None:
+    for key in (side.key, "*"):
+        if (side.suite, key) in spreads:
+            value, count = spreads[(side.suite, key)]
+            what = "this metric" if key != "*" else "any metric"
+            return value, f"{side.suite} spread {value:.2f} (median of {count} published std(s) of {what})"
+    return None
+
+
+def _noise(side: SideResult, spreads: dict) -> CellNoise:
+    cell, paper = side.cell, side.paper
     partial = partial_average(side)
     if partial:
         return CellNoise(cell, None, f"ours averages {len(partial)} of {len(STS_TASKS)} STS tasks")
     if cell.synthetic:
         return CellNoise(cell, None, "synthetic data: not compared with the paper")
+    if cell.stand_in:
+        return CellNoise(cell, None, f"stand-in backbone ({cell.stand_in} in place of {side.backbone}): "
+                                     "not compared with the paper")
     if cell.statistic not in NOISE_STATISTICS:
         return CellNoise(cell, None, f"a {cell.statistic} over seeds is not compared for noise")
-    return CellNoise(cell, within_noise(cell.value, cell.std, side.paper.value, side.paper.std, default_sd=default_sd))
+    spread = _spread(side, spreads)
+    if side.kind == DETERMINISTIC:
+        ours_se, ours_basis = 0.0, "ours deterministic (se 0)"
+    elif standard_error(cell.std, cell.n, cell.statistic) is not None:
+        ours_se = standard_error(cell.std, cell.n, cell.statistic)
+        ours_basis = f"our se {ours_se:.2f} ({cell.statistic} of {cell.n} seeds)"
+    elif spread is not None:
+        ours_se, ours_basis = spread[0], f"ours one run: {spread[1]}"
+    else:
+        return CellNoise(cell, None, f"one run of ours and no published spread for suite {side.suite}")
+    paper_n = side.paper_seeds
+    if paper.std is not None:
+        se = standard_error(paper.std, paper_n, cell.statistic) if paper_n else None
+        paper_se, paper_basis = ((se, f"paper se {se:.2f} (std {paper.std:.2f}, n={paper_n})") if se is not None
+                                 else (paper.std, f"paper std {paper.std:.2f} (seeds unknown)"))
+    elif side.kind == DETERMINISTIC:
+        paper_se, paper_basis = 0.0, "paper deterministic (se 0)"
+    elif spread is not None:
+        n = paper_n if cell.statistic == "mean" and paper_n and paper_n > 1 else 1
+        paper_se = spread[0] * np.sqrt(n / (n - 1)) / np.sqrt(n) if n > 1 else spread[0]
+        paper_basis = f"paper prints no std: {spread[1]}" + (f", n={n}" if n > 1 else ", one run")
+    else:
+        return CellNoise(cell, None, f"the paper prints no std and no published spread for suite {side.suite}")
+    noise = within_noise(cell.value, ours_se, paper.value, paper_se,
+                         basis=f"{paper_basis}; {ours_basis}", rounding=0.5 * 10 ** -cell.digits)
+    return CellNoise(cell, noise)
 
 
 def build_verdicts(claims: dict, metrics_files: list[Path], backbones: dict, experiment: str, *,
@@ -332,10 +537,12 @@ def build_verdicts(claims: dict, metrics_files: list[Path], backbones: dict, exp
     tables = Tables(claim_tables(claims), [Path(p) for p in metrics_files], backbones, reported)
     settings = dict(claims["bootstrap"])
     results = [judge(claim, tables, settings) for claim in claims["claims"]]
+    spreads = suite_spreads(tables)
     return VerdictResult(experiment=experiment, claims=results, not_checked=list(claims.get("not_checked") or []),
-                         cells=cell_noise(tables, claims["noise"]["default_std"]),
-                         settings={"noise": claims["noise"], "bootstrap": settings},
-                         claims_file=f"{project_path(claims_path)['path']}#sha256={sha256_file(claims_path)}")
+                         cells=cell_noise(tables, spreads),
+                         settings={"bootstrap": settings},
+                         claims_file=f"{project_path(claims_path)['path']}#sha256={sha256_file(claims_path)}",
+                         spreads=spreads)
 
 
 # --- provenance of one verdict row (what `sentrepro audit` follows) ------------------------------------

@@ -4,7 +4,8 @@ Each claim names a table spec, a column and two sides (row labels of that table,
 cell); the verdict builder reads both sides from the same metrics files the tables read. Validation
 checks the fields, that every side is a row and column of its spec, and that ids are unique; the
 quotes against the paper texts are checked by tests/test_claims.py (the texts live outside the
-package).
+package). :func:`plan_problems` checks that a config's plan can produce every claim's cells (the
+runs, the suite, the metric key), so a claim nothing can answer is caught before any run.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from sentrepro.tables.spec import SpecError, load_spec
 
 PACKAGE_DATA = ("../tables/claims.yaml",)  # read here; part of the code fingerprint of every rule importing this
 CLAIMS_PATH = (Path(__file__).resolve().parent / PACKAGE_DATA[0]).resolve()
-TOP_FIELDS = {"noise", "bootstrap", "claims", "not_checked"}
+TOP_FIELDS = {"bootstrap", "claims", "not_checked"}
 CLAIM_FIELDS = {"id", "paper", "file", "line", "quote", "text", "table", "column", "a", "b", "direction",
-                "magnitude", "numbers", "paper_values", "note", "kind"}
+                "magnitude", "numbers", "paper_values", "note", "kind", "margin", "margin_why", "at_least",
+                "inconsistency"}
 REQUIRED = ("id", "paper", "file", "line", "quote", "text", "table", "column", "a", "b", "direction")
 NOT_CHECKED_FIELDS = {"id", "file", "line", "quote", "why"}
 BOOTSTRAP_FIELDS = {"item_resamples", "item_seed", "seed_resamples", "seed_seed", "level"}
@@ -82,9 +84,6 @@ def validate_claims(data: dict, path: Path = CLAIMS_PATH) -> dict:
     """Check fields, unique ids, directions, numbers in quotes and that every side is a spec cell."""
     if not isinstance(data, dict) or set(data) - TOP_FIELDS or "claims" not in data:
         raise ClaimsError(f"{path}: top level must be a mapping with 'claims' (allowed: {sorted(TOP_FIELDS)})")
-    noise = data.get("noise") or {}
-    if not isinstance(noise.get("default_std"), (int, float)) or not noise.get("source"):
-        raise ClaimsError(f"{path}: noise needs a numeric 'default_std' and its 'source'")
     boot = data.get("bootstrap") or {}
     if set(boot) != BOOTSTRAP_FIELDS:
         raise ClaimsError(f"{path}: bootstrap needs exactly {sorted(BOOTSTRAP_FIELDS)}, has {sorted(boot)}")
@@ -113,6 +112,14 @@ def validate_claims(data: dict, path: Path = CLAIMS_PATH) -> dict:
         for number in stated:
             if not isinstance(number, (int, float)) or f"{number:.2f}" not in quoted:
                 raise ClaimsError(f"{where}: number {number!r} is not in its quote {claim['quote']!r}")
+        if claim["direction"] == "no_gain":
+            if not isinstance(claim.get("margin"), (int, float)) or claim["margin"] < 0 or not claim.get("margin_why"):
+                raise ClaimsError(f"{where}: a no_gain claim needs its equivalence 'margin' (>= 0) and 'margin_why'")
+        elif "margin" in claim or "margin_why" in claim:
+            raise ClaimsError(f"{where}: 'margin' is for no_gain claims ('at_least' for a minimum gain)")
+        if "at_least" in claim and (claim["direction"] == "no_gain" or not isinstance(claim["at_least"], (int, float))
+                                    or claim["at_least"] <= 0):
+            raise ClaimsError(f"{where}: 'at_least' is a positive size for a greater/less claim")
         if claim.get("paper_values") is not None and len(claim["paper_values"]) != 2:
             raise ClaimsError(f"{where}: paper_values must be [a, b]")
         for side in sides(claim):
@@ -135,3 +142,60 @@ def load_claims(path: Path = CLAIMS_PATH) -> dict:
 def claim_tables(data: dict) -> list[str]:
     """Every table spec the claims read, sorted."""
     return sorted({side.table for claim in data["claims"] for side in sides(claim)})
+
+
+def _producible_keys(config: dict, suite: str) -> set[str] | None:
+    """The metric keys a suite writes under this config: its task or set list plus ``avg`` (every
+    suite with a list averages it); None when the suite's keys are not a config list (any key)."""
+    block = (config.get("evaluation") or {}).get(suite) or {}
+    names = block.get("tasks") or block.get("sets")
+    return None if names is None else set(names) | {"avg"}
+
+
+def plan_problems(data: dict, config: dict) -> dict[str, str]:
+    """claim id -> why the config's plan cannot produce one of its sides (none: every claim runnable).
+
+    A reported-only side needs a published number (it is tested as that constant); any other side
+    needs a planned run filling its cell (:func:`sentrepro.tables.plan.unfilled_cells`: the runs, the
+    suite enabled with its ``runs`` filter, stand-ins included) and a metric key the suite writes.
+    """
+    from sentrepro.core import runs
+    from sentrepro.evaluation.plan import enabled_suites, suite_runs
+    from sentrepro.tables.build import paper_value
+    from sentrepro.tables.plan import unfilled_cells
+    from sentrepro.tables.reported import load_reported
+    from sentrepro.tables.spec import cell_selector
+
+    reported = load_reported()
+    all_runs = runs(config)
+    enabled = set(enabled_suites(config))
+
+    def planned(suite):
+        return suite_runs(config, suite) if suite in enabled else []
+
+    unfilled: dict[str, set] = {}
+    problems: dict[str, str] = {}
+    for claim in data["claims"]:
+        why = []
+        for side in sides(claim):
+            spec = load_spec(side.table)
+            row = next(r for r in spec["rows"] if r["label"] == side.row)
+            column = next(c for c in spec["columns"] if c["label"] == side.column)
+            selector = cell_selector(spec, row, column)
+            if row.get("reported_only"):
+                paper = paper_value(reported, spec, row, column, selector["key"])
+                if paper is None or paper.value is None:
+                    why.append(f"{side.describe()}: reported only and the paper prints no number")
+                continue
+            if side.table not in unfilled:
+                unfilled[side.table] = set(unfilled_cells(spec, all_runs, config["backbones"], planned))
+            cell = (selector["backbone"], selector["method"], selector["suite"])
+            if cell in unfilled[side.table]:
+                why.append(f"{side.describe()}: no planned run of {cell[1]} on {cell[0]} gets suite {cell[2]}")
+            keys = _producible_keys(config, selector["suite"])
+            if keys is not None and selector["key"] not in keys:
+                why.append(f"{side.describe()}: suite {selector['suite']} writes no '{selector['key']}' "
+                           f"(it writes {', '.join(sorted(keys))})")
+        if why:
+            problems[claim["id"]] = "; ".join(why)
+    return problems

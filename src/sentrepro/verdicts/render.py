@@ -1,10 +1,12 @@
 """Render the verdicts: CSV (one row per claim, auditable), Markdown and HTML (for the report).
 
 Every row shows the claim, its source line, ours (a − b with both intervals), the paper's (a − b as
-its tables print it, and the magnitude its text states), the verdict and whether the claimed
-magnitude lies inside our intervals. Rows computed on stand-in backbones or synthetic data say so,
-and the page opens with a banner when any row does. A second section lists, for every reproduced
-cell of the tables the claims read, whether it is within the noise of the paper's number.
+its tables print it, and the magnitude its text states), the verdict with what decided it, and where
+the claimed magnitude lies against our intervals. The summary counts only claims judged on the
+papers' backbones and real data (stand-in/synthetic rows are "not judged"), splits "not run" by
+cause, gives sign and magnitude separately, and states the chance of a false "reversed" over all
+claims. A second section lists, for every reproduced cell of the tables the claims read, whether it
+is within the noise of the paper's number.
 """
 
 from __future__ import annotations
@@ -15,24 +17,38 @@ import io
 from pathlib import Path
 
 from sentrepro.fsutil import atomic_write_text
-from sentrepro.verdicts.build import NOT_RUN, ClaimResult, VerdictResult, row_provenance
+from sentrepro.stats import false_reversed_chance
+from sentrepro.verdicts.build import (
+    NOT_DECIDABLE,
+    NOT_JUDGED,
+    NOT_RUN,
+    NOT_RUN_CAUSES,
+    UNDERPOWERED,
+    ClaimResult,
+    VerdictResult,
+    row_provenance,
+)
 
 CSV_HEADER = ["claim", "paper", "source", "text", "direction", "claimed_magnitude", "a", "b", "statistic",
               "ours_a", "ours_b", "ours_delta", "seed_low", "seed_high", "seed_method", "items_low", "items_high",
-              "items_method", "paper_a", "paper_b", "paper_delta", "verdict", "magnitude_inside", "labels",
-              "notes", "provenance"]
+              "items_method", "paper_a", "paper_b", "paper_delta", "verdict", "why", "not_run_cause", "computed_verdict",
+              "kind_a", "kind_b", "margin", "mdd", "magnitude", "labels", "notes", "provenance"]
 CELLS_HEADER = ["table", "row", "column", "ours", "ours_std", "n", "paper", "paper_std", "delta", "combined_sd",
                 "within_noise", "basis"]
 
 HOW_TO_READ = (
     "How to read: each row is one comparative claim, a − b. *Ours* is the difference of the two cells' "
-    "headline seed statistic (as the tables show them) with two 95% intervals: **seeds** (Welch's t for means "
-    "with ≥ 3 seeds per side, else a bootstrap over seeds, none with one seed) and **items** (a paired "
-    "bootstrap over the STS test pairs: both sides scored on the same resampled pairs; the Avg. resamples "
-    "each task independently). **holds**: every interval excludes 0 in the claimed direction; **reversed**: "
-    "every interval excludes 0 in the other; **inconclusive**: an interval contains 0 (or there is none); "
-    "**not run**: a side has no run of ours. *magnitude* says whether the paper's stated difference lies "
-    "inside each interval.")
+    "headline seed statistic (as the tables show them) with two 95% intervals: **seeds** (two trained sides: "
+    "Welch's t for means with ≥ 3 seeds per side, else a bootstrap over seeds; a trained side against a "
+    "frozen model or a published number: a one-sample interval against that constant) and **items** (a "
+    "paired bootstrap over the STS test pairs: both sides scored on the same resampled pairs). **holds**: "
+    "every interval excludes 0 in the claimed direction (an \"at least d\" claim: d; a \"no gain\" claim: "
+    "every upper end at or below its stated margin); **reversed**: the opposite; **inconclusive**: an "
+    "interval straddles; **inconclusive — underpowered**: the minimum detectable difference at these seeds "
+    "(80% power) exceeds the paper's own difference, so even an exact reproduction would be inconclusive; "
+    "**not decidable**: a trained side has one seed; **not judged**: a stand-in backbone or synthetic data "
+    "(computed for the code path, never counted); **not run**: with its cause. *magnitude* says where the "
+    "paper's stated difference lies against each interval, apart from the sign.")
 
 
 def _f(value: float | None, sign: bool = False) -> str:
@@ -47,32 +63,37 @@ def _interval(i) -> str:
 
 def _method_name(method: str) -> str:
     return {"welch-t": "seeds (Welch t)", "seed-bootstrap": "seeds (bootstrap)",
+            "one-sample-t": "seeds (one-sample t)", "one-sample-bootstrap": "seeds (one-sample bootstrap)",
             "paired-bootstrap": "items (paired bootstrap)"}.get(method, method)
 
 
 def magnitude_text(r: ClaimResult) -> str:
     if r.claim.get("magnitude") is None or r.ours_delta is None:
         return ""
-    if r.synthetic:
-        return "n/a (synthetic data)"
     if r.partial:
         return "n/a (partial average)"
-    if not r.magnitude_inside:
+    if not r.magnitude:
         return "no interval"
-    return "; ".join(f"{_method_name(m)}: {'inside' if inside else 'outside'}"
-                     for m, inside in r.magnitude_inside.items())
+    return "; ".join(f"{_method_name(m)}: {position}" for m, position in r.magnitude.items())
 
 
 def claimed_text(r: ClaimResult) -> str:
-    magnitude = r.claim.get("magnitude")
-    direction = {"greater": "a > b", "less": "a < b", "no_gain": "a ≤ b"}[r.claim["direction"]]
-    return direction + ("" if magnitude is None else f", by {magnitude:.2f}")
+    c = r.claim
+    magnitude = c.get("magnitude")
+    direction = {"greater": "a > b", "less": "a < b", "no_gain": "a ≤ b"}[c["direction"]]
+    text = direction + ("" if magnitude is None else f", by {magnitude:.2f}")
+    if c["direction"] == "no_gain":
+        text += f" (margin {float(c.get('margin', 0.0)):.2f})"
+    if c.get("at_least") is not None:
+        text += f" (at least {c['at_least']:.2f})"
+    return text
 
 
 def ours_text(r: ClaimResult) -> str:
     if r.ours_delta is None:
         return "–"
-    parts = [f"{r.ours_delta:+.2f} ({r.a.ours:.2f} vs {r.b.ours:.2f}, {r.a.statistic})"]
+    kinds = "" if {r.a.kind, r.b.kind} == {"trained"} else f", {r.a.kind} vs {r.b.kind}"
+    parts = [f"{r.ours_delta:+.2f} ({r.a.ours:.2f} vs {r.b.ours:.2f}, {r.a.statistic or r.b.statistic}{kinds})"]
     parts.append(f"seeds {_interval(r.seed)}" if r.seed else "seeds: –")
     parts.append(f"items {_interval(r.items)}" if r.items else "items: –")
     return "; ".join(parts)
@@ -88,6 +109,12 @@ def paper_text(r: ClaimResult) -> str:
 
 def verdict_text(r: ClaimResult) -> str:
     text = r.verdict
+    if r.verdict == NOT_JUDGED:
+        text += f" (computed: {r.computed})"
+    if r.verdict == NOT_RUN and r.cause:
+        text += f" ({r.cause})"
+    if r.mdd and r.verdict not in (NOT_RUN,):
+        text += f"; detectable ≥ {r.mdd:.2f}"
     magnitude = magnitude_text(r)
     if magnitude:
         text += f"; magnitude {magnitude}"
@@ -99,7 +126,9 @@ def claim_label(r: ClaimResult) -> str:
 
 
 def notes_text(r: ClaimResult) -> str:
-    return "; ".join(r.notes + [n for n in (r.seed_note, r.items_note) if n])
+    mean = ([f"beside best-of-N, the means of the same seeds: {r.mean_check.estimate:+.2f} "
+             f"{_interval(r.mean_check)} (Welch's t, not used by the verdict)"] if r.mean_check else [])
+    return "; ".join([n for n in (r.why,) if n] + r.notes + [n for n in (r.seed_note, r.items_note) if n] + mean)
 
 
 # --- CSV -----------------------------------------------------------------------------------------------
@@ -119,7 +148,8 @@ def to_csv(result: VerdictResult) -> str:
             _f(r.items.low if r.items else None, True), _f(r.items.high if r.items else None, True),
             r.items.detail if r.items else r.items_note,
             _f(r.a.paper.value if r.a.paper else None), _f(r.b.paper.value if r.b.paper else None),
-            _f(r.paper_delta, True), r.verdict, magnitude_text(r), "; ".join(r.labels), "; ".join(r.notes),
+            _f(r.paper_delta, True), r.verdict, r.why, r.cause, r.computed, r.a.kind or "", r.b.kind or "",
+            _f(c.get("margin")), _f(r.mdd), magnitude_text(r), "; ".join(r.labels), "; ".join(r.notes),
             row_provenance(r, result.claims_file)])
     return buffer.getvalue()
 
@@ -146,24 +176,56 @@ def banner(result: VerdictResult) -> str | None:
     synthetic = any(r.synthetic for r in flagged)
     return ("**Stand-in/synthetic run.** " + ("Some rows are computed on synthetic data and " if synthetic else "")
             + f"{len(flagged)} of {len(result.claims)} rows use stand-in backbones, synthetic data or a partial "
-            "average (labelled in brackets): they exercise the machinery and are not a test of the papers' claims.")
+            "average (labelled in brackets): they exercise the machinery, are \"not judged\" and are not "
+            "counted: they are not a test of the papers' claims.")
+
+
+def counts(result: VerdictResult) -> dict[str, int]:
+    """Verdict -> number of claims (every claim once; "not judged" rows under their own key)."""
+    found: dict[str, int] = {}
+    for r in result.claims:
+        found[r.verdict] = found.get(r.verdict, 0) + 1
+    return found
 
 
 def summary(result: VerdictResult) -> str:
-    counts: dict[str, int] = {}
+    found = counts(result)
+    judged = [r for r in result.claims if r.verdict not in (NOT_RUN, NOT_JUDGED)]
+    sign = ", ".join(f"{found.get(k, 0)} {k}" for k in ("holds", "reversed", "inconclusive", UNDERPOWERED,
+                                                          NOT_DECIDABLE))
+    causes: dict[str, int] = {}
     for r in result.claims:
-        counts[r.verdict] = counts.get(r.verdict, 0) + 1
-    order = ["holds", "reversed", "inconclusive", NOT_RUN]
-    return (f"{len(result.claims)} claims: " + ", ".join(f"{counts.get(k, 0)} {k}" for k in order)
-            + f"; {len(result.not_checked)} statements not checked (listed below).")
+        if r.verdict == NOT_RUN:
+            causes[r.cause] = causes.get(r.cause, 0) + 1
+    not_run = ", ".join(f"{causes[c]} {c}" for c in NOT_RUN_CAUSES if causes.get(c))
+    positions: dict[str, int] = {}
+    for r in judged:
+        for position in set(r.magnitude.values()) if r.magnitude else ():
+            positions[position] = positions.get(position, 0) + 1
+    stated = sum(1 for r in judged if r.claim.get("magnitude") is not None)
+    magnitude = (f"Magnitude, apart from the sign ({stated} judged claims state one): "
+                 + (", ".join(f"{n} with the stated size {p} an interval" if p == "inside" else f"{n} {p} than stated"
+                              for p, n in sorted(positions.items())) or "none tested") + ".")
+    level = result.settings["bootstrap"]["level"]
+    chance = false_reversed_chance(len(result.claims), level)
+    multiplicity = (f"Multiplicity: {len(result.claims)} claims, each tested at {level:.0%} without correction: "
+                    f"were every claim true, the chance of at least one false \"reversed\" is "
+                    f"{chance:.0%} (one tail of {(1 - level) / 2:.1%} per claim, independent claims).")
+    return (f"{len(result.claims)} claims. Judged on the papers' backbones and real data: {len(judged)} — {sign}. "
+            f"Not judged (stand-in or synthetic, computed for the code path only, not counted): "
+            f"{found.get(NOT_JUDGED, 0)}. Not run: {found.get(NOT_RUN, 0)}" + (f" ({not_run})" if not_run else "")
+            + f". {len(result.not_checked)} statements not checked (listed below). {magnitude} {multiplicity}")
 
 
 def settings_text(result: VerdictResult) -> str:
-    b, n = result.settings["bootstrap"], result.settings["noise"]
+    b = result.settings["bootstrap"]
     return (f"Paired bootstrap: {b['item_resamples']} resamples (seed {b['item_seed']}); bootstrap over seeds: "
             f"{b['seed_resamples']} resamples (seed {b['seed_seed']}); level {b['level']}. Cell noise: "
-            f"|ours − paper| ≤ 1.96 · √(paper std² + our std²), a missing std replaced by {n['default_std']} "
-            f"({n['source']}). Claims: {result.claims_file.split('#')[0]}.")
+            f"|ours − paper| ≤ 1.96 · √(paper se² + our se²) + half the printed last digit, se the standard error "
+            f"of a mean (one run's std for best-of-N, 0 for a deterministic number); a missing std is the suite's "
+            f"spread, the median of the papers' printed stds: "
+            + ", ".join(f"{suite}/{key} {v:.2f} (n={c})" for (suite, key), (v, c) in result.spreads.items())
+            + f". Claims: {result.claims_file.split('#')[0]}.")
 
 
 def _md(text: str) -> str:
@@ -205,7 +267,8 @@ def _h(text: str) -> str:
 
 
 def to_html(result: VerdictResult) -> str:
-    colours = {"holds": "#d9f2d9", "reversed": "#f7d4d4", "inconclusive": "#f4f4f4", NOT_RUN: "#ffffff"}
+    colours = {"holds": "#d9f2d9", "reversed": "#f7d4d4", "inconclusive": "#f4f4f4", UNDERPOWERED: "#f4f4f4",
+               NOT_DECIDABLE: "#fff6d5", NOT_JUDGED: "#e8eef7", NOT_RUN: "#ffffff"}
     out = ["<!DOCTYPE html>", "<html><head><meta charset='utf-8'>",
            f"<title>Reproduction verdicts: {_h(result.experiment)}</title>",
            "<style>table{border-collapse:collapse;font-size:90%}td,th{border:1px solid #ccc;padding:3px 6px;"
