@@ -66,11 +66,14 @@ def truncate_task(source: Path, target: Path, task: str, size: int, test_size: i
     for name, is_test in task_files(task):
         lines = (source / folder / name).read_bytes().split(b"\n")
         keep = (1 if task == "MRPC" else 0) + (test_size if is_test else size)
+        if size <= 0:  # the whole file
+            keep = len(lines) - (lines[-1] == b"")
         (target / folder / name).write_bytes(b"\n".join(lines[:keep]) + b"\n")
 
 
-def hashed_vectors(sentences, dim: int = VECTOR_DIM, seed: int = VECTOR_SEED) -> np.ndarray:
+def hashed_vectors(sentences, dim: int | None = None, seed: int = VECTOR_SEED) -> np.ndarray:
     """Fixed sentence vectors: the mean of per-token standard-normal vectors seeded by crc32(token) ^ seed."""
+    dim = dim or VECTOR_DIM
     cache: dict[str, np.ndarray] = {}
     rows = []
     for sentence in sentences:
@@ -167,12 +170,15 @@ def main(argv=None) -> int:
     parser.add_argument("--data", type=Path, required=True, help="SentEval data folder (MR/, CR/, SST/binary/, ...)")
     parser.add_argument("--senteval", help="folder of a SentEval checkout (default: import senteval as installed)")
     parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=TASKS)
-    parser.add_argument("--size", type=int, default=200, help="lines kept of each training/class file")
+    parser.add_argument("--size", type=int, default=200, help="lines kept of each training/class file (0: all)")
+    parser.add_argument("--dim", type=int, default=VECTOR_DIM, help="vector dimension (fixture: 16)")
     parser.add_argument("--test-size", type=int, default=100, help="lines kept of each dev/test file")
     parser.add_argument("--ours-only", action="store_true", help="skip SentEval (timing of our side only)")
     parser.add_argument("--fixture", type=Path, help="also write the test fixture of each task to this folder")
     parser.add_argument("--json", type=Path, help="write the table as JSON here")
     args = parser.parse_args(argv)
+    global VECTOR_DIM
+    VECTOR_DIM = args.dim
     senteval = None if args.ours_only else import_senteval_on_cpu(args.senteval)
     rows = []
     with tempfile.TemporaryDirectory() as scratch:

@@ -20,11 +20,17 @@ without a hard CUDA requirement. Behaviour kept from SentEval, on purpose:
   building the layer on the CPU (so the initial weights equal SentEval's for the same seed). Global RNG state is
   restored afterwards. Same inputs + same seed give the same result on the CPU.
 
-Speed: the probes of one L2 grid share their initial weights and batch order (SentEval re-seeds every fit), so
-:func:`fit_probe_grid` trains them side by side as one :class:`StackedProbe`, each with its own L2 and its own
-early stopping; this is the same computation in a quarter of the optimiser steps. Model selection over the
-L2 grid on a list of (train, validation) folds is here as well (:func:`search_l2_on_folds`), because every
-protocol (transfer, few-shot, WOS) uses it.
+Speed: SentEval trains the probes of a fold grid one after another; they are independent, so
+:func:`fit_probe_jobs` trains them together (:class:`ProbeJob`: one SentEval ``fit`` with its rows and L2 values).
+Jobs with the same number of batches per pass step in lockstep; each probe has its own batches (its job's
+permutation), its L2 as its optimiser group's ``weight_decay`` (as SentEval sets it), its own Adam state and its
+own early stopping, and stopped probes are cut out of the stack. The result is SentEval's arithmetic bit for bit
+(``torch.equal`` against plain fits, ``tests/test_eval_probe.py``): a padded last batch adds exact zeros to the
+weight gradient, its bias gradient is summed over the probe's real rows only, and a one-row batch goes through
+``addmm`` as ``nn.Linear`` does (:class:`_StackedAffine`). The fixed-epoch training of the few-shot suite keeps its
+:class:`StackedProbe` (L2 grid only, L2 added to the gradients), so its documented numbers stay. Model selection
+over the L2 grid on a list of (train, validation) folds is here as well (:func:`search_l2_on_folds`,
+:func:`search_l2_on_fold_sets`), because every protocol (transfer, few-shot, WOS) uses it.
 
 The classifier runs on any torch device (``device="cpu"`` or ``"cuda"``); SentEval itself required CUDA.
 """
