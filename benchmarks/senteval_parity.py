@@ -166,6 +166,7 @@ def write_fixture(folder: Path, task: str, splits: dict, senteval_result: dict, 
 
 
 def main(argv=None) -> int:
+    global VECTOR_DIM
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, required=True, help="SentEval data folder (MR/, CR/, SST/binary/, ...)")
     parser.add_argument("--senteval", help="folder of a SentEval checkout (default: import senteval as installed)")
@@ -177,7 +178,6 @@ def main(argv=None) -> int:
     parser.add_argument("--fixture", type=Path, help="also write the test fixture of each task to this folder")
     parser.add_argument("--json", type=Path, help="write the table as JSON here")
     args = parser.parse_args(argv)
-    global VECTOR_DIM
     VECTOR_DIM = args.dim
     senteval = None if args.ours_only else import_senteval_on_cpu(args.senteval)
     rows = []
