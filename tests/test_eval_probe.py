@@ -11,9 +11,11 @@ from sentrepro.evaluation.probe import (
     PROBE_MODES,
     L2Search,
     ProbeConfig,
+    ProbeJob,
     fit_probe,
     fit_probe_fixed_epochs,
     fit_probe_grid,
+    fit_probe_jobs,
     max_epochs,
     resolve_mode,
     search_l2_on_folds,
@@ -139,6 +141,29 @@ def test_stacked_grid_equals_separate_plain_senteval_fits(mode):
         assert probe.best_epoch == reference_epoch
         torch.testing.assert_close(probe.model[0].weight, reference.weight, rtol=1e-5, atol=1e-6)
         torch.testing.assert_close(probe.model[0].bias, reference.bias, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.heavy
+def test_fold_grid_in_lockstep_is_bit_for_bit_separate_senteval_fits():
+    """Jobs of unequal size (fold train sets of 128 and 129 rows: 2 and 3 batches per pass, the last of one row;
+    one of 135 rows, whose last batch of 7 rows shares a step with those of one row) trained together equal,
+    bit for bit, the same fits made one at a time the plain way."""
+    from sentrepro.evaluation.transfer import stratified_folds
+
+    config = PROBE_MODES["test"]
+    X, y = blobs(72, 2, 8, separation=1.0, seed=3)  # 144 rows -> 10-fold train sets of 129 and 130 rows
+    X, y = X[:143], y[:143]
+    folds = stratified_folds(y, 10, 1111)
+    assert {len(train) % 64 for train, _ in folds} >= {0, 1}
+    jobs = [ProbeJob(train, test, config.l2_grid) for train, test in folds]
+    jobs.append(ProbeJob(np.arange(135), np.arange(135, 143), config.l2_grid))
+    for job, probes in zip(jobs, fit_probe_jobs(X, y, jobs, n_classes=2, config=config)):
+        for l2, probe in zip(config.l2_grid, probes):
+            rows, held = job.train_rows, job.validation_rows
+            reference, reference_epoch = senteval_reference_fit(X[rows], y[rows], X[held], y[held], l2, config, 1111)
+            assert probe.best_epoch == reference_epoch
+            assert torch.equal(probe.model[0].weight, reference.weight), (len(rows), l2)
+            assert torch.equal(probe.model[0].bias, reference.bias), (len(rows), l2)
 
 
 def test_fit_leaves_the_global_random_state_alone():

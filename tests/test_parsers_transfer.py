@@ -6,10 +6,11 @@ import shutil
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from sentrepro.data.records import CountMismatch, DataFormatError, LabelledPair, LabelledText
-from sentrepro.data.transfer import TREC_CLASSES, read_binary, read_mrpc, read_sst2, read_trec
+from sentrepro.data.transfer import TREC_CLASSES, read_binary, read_mrpc, read_sst2, read_trec, senteval_order
 
 
 @pytest.fixture(scope="module")
@@ -126,3 +127,17 @@ def test_truncated_class_file_is_a_count_mismatch(senteval: Path, tmp_path: Path
 def test_unknown_binary_task_is_refused(senteval: Path) -> None:
     with pytest.raises(ValueError, match="MPQA"):
         read_binary(senteval / "SST", "SST2")
+
+
+def test_senteval_order_sorts_by_token_count_then_label_stably(senteval: Path) -> None:
+    """SentEval's "sort to reduce padding", checked against numpy's stable lexsort on the real CR and MRPC files."""
+    samples = read_binary(senteval / "CR", "CR")
+    texts, labels = [s.text for s in samples], [s.label for s in samples]
+    expected = np.lexsort((labels, [len(t.split()) for t in texts]))
+    assert senteval_order(texts, labels) == expected.tolist()
+    assert senteval_order(texts, labels) != sorted(range(len(texts)), key=lambda i: len(texts[i].split()))
+
+    pairs = read_mrpc(senteval / "MRPC")["train"]
+    texts, labels = [(p.s1, p.s2) for p in pairs], [p.label for p in pairs]
+    expected = np.lexsort((labels, [len(b.split()) for _, b in texts], [len(a.split()) for a, _ in texts]))
+    assert senteval_order(texts, labels) == expected.tolist()

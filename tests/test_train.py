@@ -131,3 +131,34 @@ def test_settings_from_params_take_training_values_and_one_default_per_method_pa
     settings = TrainSettings.from_params(given, training, "cpu", "fp32")
     assert {k: getattr(settings, k) for k in given} == given
     assert set(METHOD_PARAMS) <= set(registry.parameter_group("trainer")) and set(METHOD_PARAMS) <= set(defaults)
+
+
+def test_weight_decay_groups_exempt_biases_and_layernorm_weights_as_the_reference_trainer(tiny_models):
+    """HF Trainer 4.2.1 decays every parameter but biases and LayerNorm weights; the groups are checked against
+    ones built by hand from the module types, and one optimizer step with zero gradients shows the effect."""
+    from torch import nn
+
+    from sentrepro.train import build_optimization
+
+    tokenizer = load_tokenizer(str(tiny_models["bert"]))
+    method = build_method("simcse", PARAMS, "bert", tokenizer)
+    model = method.build_model(load_encoder(str(tiny_models["bert"]), "bert"))
+    settings = TrainSettings(batch_size=8, lr=1e-2, max_steps=2, weight_decay=0.01)
+    opt = build_optimization(method, model, settings, 2, torch.device("cpu"))
+
+    trainable = {id(p) for p in model.parameters() if p.requires_grad}
+    exempt = {id(p) for module in model.modules() for name, p in module.named_parameters(recurse=False)
+              if name == "bias" or isinstance(module, nn.LayerNorm)} & trainable
+    by_decay = {group["weight_decay"]: {id(p) for p in group["params"]} for group in opt.optimizer.param_groups}
+    assert any(isinstance(m, nn.LayerNorm) for m in model.modules()) and exempt
+    assert by_decay == {0.01: trainable - exempt, 0.0: exempt}
+
+    before = {id(p): p.detach().clone() for p in model.parameters() if p.requires_grad}
+    for p in model.parameters():
+        if p.requires_grad:
+            p.grad = torch.zeros_like(p)
+    opt.optimizer.step()  # zero gradients: only the decoupled decay moves a parameter
+    for p in model.parameters():
+        if p.requires_grad:
+            expected = before[id(p)] if id(p) in exempt else before[id(p)] * (1 - 1e-2 * 0.01)
+            torch.testing.assert_close(p.detach(), expected, rtol=0, atol=1e-7)

@@ -54,6 +54,23 @@ class HFAdamW(Optimizer):
         return loss
 
 
+# transformers 4.2.1 ``Trainer.create_optimizer``: a parameter whose name contains one of these is not decayed.
+NO_DECAY_NAME_PARTS = ("bias", "LayerNorm.weight")
+
+
+def weight_decay_groups(named_parameters, weight_decay: float) -> list[dict]:
+    """The reference trainer's two parameter groups: ``weight_decay`` for every parameter, 0.0 for biases and
+    LayerNorm weights (matched by substring of the ``named_parameters`` name, as transformers 4.2.1 does).
+
+    Order within a group is ``named_parameters`` order; an empty group is left out (a model without biases).
+    """
+    decayed, exempt = [], []
+    for name, parameter in named_parameters:
+        (exempt if any(part in name for part in NO_DECAY_NAME_PARTS) else decayed).append(parameter)
+    groups = [{"params": decayed, "weight_decay": weight_decay}, {"params": exempt, "weight_decay": 0.0}]
+    return [group for group in groups if group["params"]]
+
+
 def build_optimizer(name: str, parameters, lr: float, weight_decay: float, fused: bool = False) -> Optimizer:
     if name == "hf-adamw-4.2.1":
         return HFAdamW(parameters, lr=lr, weight_decay=weight_decay)

@@ -26,7 +26,7 @@ import torch
 from sentrepro.encoding import autocast_context
 from sentrepro.fsutil import atomic_dir
 from sentrepro.methods.base import Method, SentenceModel
-from sentrepro.optim import build_optimizer, build_schedule
+from sentrepro.optim import build_optimizer, build_schedule, weight_decay_groups
 from sentrepro.tokenize import TokenizedCorpus
 
 LAST = "last"
@@ -153,9 +153,11 @@ class Optimization:
 def build_optimization(method: Method, model: SentenceModel, settings: TrainSettings, steps: int,
                        device: torch.device) -> Optimization:
     """Optimizer (fused on CUDA where the kind offers it), schedule over ``steps``, fp16 loss scaler."""
-    params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = build_optimizer(settings.optimizer, params, settings.lr, settings.weight_decay,
-                                fused=device.type == "cuda")
+    named = [(name, p) for name, p in model.named_parameters() if p.requires_grad]
+    params = [p for _, p in named]
+    # The reference's HF Trainer exempts biases and LayerNorm weights from weight decay (optim.weight_decay_groups).
+    optimizer = build_optimizer(settings.optimizer, weight_decay_groups(named, settings.weight_decay), settings.lr,
+                                settings.weight_decay, fused=device.type == "cuda")
     scheduler = build_schedule(settings.schedule, optimizer, steps, settings.warmup_steps)
     scaler = _make_scaler(device, settings.precision)
     if scaler is not None and not method.reset_grads:

@@ -14,7 +14,10 @@ follow SimCSE's SentEval copy (``senteval/{binary,sst,trec,mrpc}.py``):
 * MRPC: ``msr_paraphrase_{train,test}.txt``, UTF-8 with a byte-order mark, a header row, then
   Quality, #1 ID, #2 ID, #1 String, #2 String.
 
-Texts come back as SentEval's batcher sees them: whitespace-split, joined by single spaces.
+Texts come back as SentEval's batcher sees them: whitespace-split, joined by single spaces, in file order.
+SentEval's task classes then *sort* every split before embedding it, and its classifier receives the rows in
+that sorted order (which decides the cross-validation folds, the 5 % hold-out and the mini-batches):
+:func:`senteval_order` gives that order; the transfer suite applies it, the few-shot suite keeps file order.
 """
 
 from __future__ import annotations
@@ -110,6 +113,25 @@ def read_mrpc(mrpc_dir: Path, *, check_counts: bool = True) -> dict[str, list[La
             check_count("MRPC", split, len(pairs), path)
         splits[split] = pairs
     return splits
+
+
+def senteval_order(texts: list, labels) -> list[int]:
+    """Row order SentEval's task class gives one split before embedding it (its "sort to reduce padding").
+
+    A stable sort (Python's ``sorted``, as SentEval's) on the whitespace-token counts, then the label:
+    ``(len(s), label)`` for single sentences (``binary.py`` on all of MR/CR/SUBJ/MPQA, ``sst.py`` per SST split,
+    ``trec.py`` per TREC split) and ``(len(s1), len(s2), label)`` for sentence pairs (``mrpc.py`` per split).
+    ``texts`` holds strings or (s1, s2) tuples; rows of equal key keep their file order.
+    """
+    if len(texts) != len(labels):
+        raise ValueError(f"senteval_order: {len(texts)} texts but {len(labels)} labels")
+
+    def key(row: int) -> tuple:
+        text = texts[row]
+        lengths = tuple(len(part.split()) for part in text) if isinstance(text, tuple) else (len(text.split()),)
+        return (*lengths, int(labels[row]))
+
+    return sorted(range(len(texts)), key=key)
 
 
 def _binary_label(field: str, path: Path, lineno: int) -> int:

@@ -20,11 +20,17 @@ without a hard CUDA requirement. Behaviour kept from SentEval, on purpose:
   building the layer on the CPU (so the initial weights equal SentEval's for the same seed). Global RNG state is
   restored afterwards. Same inputs + same seed give the same result on the CPU.
 
-Speed: the probes of one L2 grid share their initial weights and batch order (SentEval re-seeds every fit), so
-:func:`fit_probe_grid` trains them side by side as one :class:`StackedProbe`, each with its own L2 and its own
-early stopping; this is the same computation in a quarter of the optimiser steps. Model selection over the
-L2 grid on a list of (train, validation) folds is here as well (:func:`search_l2_on_folds`), because every
-protocol (transfer, few-shot, WOS) uses it.
+Speed: SentEval trains the probes of a fold grid one after another; they are independent, so
+:func:`fit_probe_jobs` trains them together (:class:`ProbeJob`: one SentEval ``fit`` with its rows and L2 values).
+Jobs with the same number of batches per pass step in lockstep; each probe has its own batches (its job's
+permutation), its L2 as its optimiser group's ``weight_decay`` (as SentEval sets it), its own Adam state and its
+own early stopping, and stopped probes are cut out of the stack. The result is SentEval's arithmetic bit for bit
+(``torch.equal`` against plain fits, ``tests/test_eval_probe.py``): a padded last batch adds exact zeros to the
+weight gradient, its bias gradient is summed over the probe's real rows only, and a one-row batch goes through
+``addmm`` as ``nn.Linear`` does (:class:`_StackedAffine`). The fixed-epoch training of the few-shot suite keeps its
+:class:`StackedProbe` (L2 grid only, L2 added to the gradients), so its documented numbers stay. Model selection
+over the L2 grid on a list of (train, validation) folds is here as well (:func:`search_l2_on_folds`,
+:func:`search_l2_on_fold_sets`), because every protocol (transfer, few-shot, WOS) uses it.
 
 The classifier runs on any torch device (``device="cpu"`` or ``"cuda"``); SentEval itself required CUDA.
 """
@@ -321,6 +327,295 @@ def _holdout_split(n_rows: int, fraction: float, rng: np.random.RandomState) -> 
     return permutation[n_validation:], permutation[:n_validation]
 
 
+@dataclass(frozen=True)
+class ProbeJob:
+    """One SentEval ``fit`` call, for every L2 value of ``l2_values``: train on rows ``train_rows`` of ``X``;
+    early-stop on rows ``validation_rows`` (``None``: SentEval's ``validation_split``, a random
+    ``validation_fraction`` of the training rows drawn from the fit's own seeded stream)."""
+
+    train_rows: np.ndarray
+    validation_rows: np.ndarray | None
+    l2_values: tuple[float, ...]
+
+
+def fit_probe_jobs(
+    X: np.ndarray,
+    y: np.ndarray,
+    jobs: Sequence[ProbeJob],
+    *,
+    n_classes: int,
+    config: ProbeConfig,
+    seed: int = SENTEVAL_SEED,
+    device: str | torch.device = "cpu",
+) -> list[list[TrainedProbe]]:
+    """Train every probe of every job (SentEval's early-stopping loop); ``result[j][i]`` is job j's i-th L2 value.
+
+    Each probe gets exactly what a separate SentEval fit with ``seed`` would get: the same initial weights (torch
+    seeded with ``seed`` before the layer is built), its job's own ``RandomState(seed)`` for the hold-out and the
+    per-pass permutations, its own L2 as the optimiser's ``weight_decay``, its own Adam state and its own early
+    stopping. The probes are merely computed together: jobs with the same number of batches per pass step in
+    lockstep (:func:`_fit_lockstep`), which makes a fold grid (k folds x the L2 grid) one training loop.
+    Labels must lie in 0..n_classes-1.
+    """
+    if config.hidden_dim > 0 and config.dropout > 0 and sum(len(job.l2_values) for job in jobs) > 1:
+        # Dropout masks would be drawn for the whole stack at once; fit separately to keep each probe's stream.
+        return [
+            [fit_probe_jobs(X, y, [ProbeJob(job.train_rows, job.validation_rows, (l2,))], n_classes=n_classes,
+                            config=config, seed=seed, device=device)[0][0] for l2 in job.l2_values]
+            for job in jobs
+        ]
+    device = torch.device(device)
+    X = as_features(X)
+    y = _checked_labels(y, len(X), n_classes)
+    prepared = [_prepare_job(job, config, seed, len(X)) for job in jobs]
+    features, labels = _to_device(X, y, device)
+    results: list[list[TrainedProbe]] = [[] for _ in jobs]
+    with seeded_torch(seed, device):
+        template = build_probe(X.shape[1], n_classes, config.hidden_dim, config.dropout)
+        lockstep: dict[int, list[int]] = {}
+        for index, job in enumerate(prepared):
+            lockstep.setdefault(-(-len(job.train_rows) // config.batch_size), []).append(index)
+        for indices in lockstep.values():
+            for index, probes in zip(indices, _fit_lockstep([prepared[i] for i in indices], template, features,
+                                                            labels, config, device)):
+                results[index] = probes
+    return results
+
+
+@dataclass
+class _PreparedJob:
+    train_rows: np.ndarray
+    validation_rows: np.ndarray
+    l2_values: tuple[float, ...]
+    rng: np.random.RandomState
+
+
+def _prepare_job(job: ProbeJob, config: ProbeConfig, seed: int, n_rows: int) -> _PreparedJob:
+    """The job's own seeded stream, its hold-out drawn first when it has no validation rows (SentEval's order)."""
+    rng = np.random.RandomState(seed)
+    train_rows = np.asarray(job.train_rows, dtype=np.int64)
+    if len(train_rows) == 0 or train_rows.min() < 0 or train_rows.max() >= n_rows:
+        raise ValueError(f"ProbeJob.train_rows must be non-empty row indices into the {n_rows} rows of X")
+    if not job.l2_values:
+        raise ValueError("ProbeJob.l2_values must not be empty")
+    if job.validation_rows is None:
+        kept, held_out = _holdout_split(len(train_rows), config.validation_fraction, rng)
+        return _PreparedJob(train_rows[kept], train_rows[held_out], tuple(job.l2_values), rng)
+    validation_rows = np.asarray(job.validation_rows, dtype=np.int64)
+    if len(validation_rows) == 0:
+        raise ValueError("ProbeJob.validation_rows must not be empty")
+    return _PreparedJob(train_rows, validation_rows, tuple(job.l2_values), rng)
+
+
+def _padded_rows(row_sets: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Row-index lists of unequal length as a (J, N_max) matrix padded with row 0, and its 0/1 float mask."""
+    width = max(len(rows) for rows in row_sets)
+    matrix = np.zeros((len(row_sets), width), dtype=np.int64)
+    mask = np.zeros((len(row_sets), width), dtype=np.float32)
+    for index, rows in enumerate(row_sets):
+        matrix[index, : len(rows)] = rows
+        mask[index, : len(rows)] = 1.0
+    return matrix, mask
+
+
+class _StackedAffine(torch.autograd.Function):
+    """``bias + x @ Wᵀ`` for P members at once, (P, B, in) -> (P, B, out), with SentEval's ``nn.Linear`` bits.
+
+    Rows past a member's ``length`` are padding. Forward is ``baddbmm`` over the padded width, which gives
+    ``addmm``'s values row for row (measured), except for a member with a single real row, for which ``addmm``
+    takes another path: that row is computed by ``addmm`` itself. Backward gives the weight gradient as
+    ``addmm``'s backward does (``xᵀ @ grad``; padded rows add exact zeros) and the bias gradient as the sum over
+    the member's real rows only (a sum over the zero-padded width rounds differently for some lengths).
+    """
+
+    @staticmethod
+    def forward(ctx, features, weight, bias, lengths):
+        ctx.save_for_backward(features, weight)
+        ctx.lengths = lengths
+        out = torch.baddbmm(bias.unsqueeze(1), features, weight.transpose(1, 2))
+        for position in (p for p, length in enumerate(lengths) if length == 1):
+            out[position, :1] = torch.addmm(bias[position], features[position, :1], weight[position].t())
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        features, weight = ctx.saved_tensors
+        grad_features = grad.bmm(weight) if ctx.needs_input_grad[0] else None
+        grad_weight = features.transpose(1, 2).bmm(grad).transpose(1, 2)
+        width = grad.shape[1]
+        if all(length == width for length in ctx.lengths):
+            return grad_features, grad_weight, grad.sum(dim=1), None
+        grad_bias = grad.new_empty(grad.shape[0], grad.shape[2])
+        for length in set(ctx.lengths):
+            members = torch.tensor([p for p, n in enumerate(ctx.lengths) if n == length], device=grad.device)
+            grad_bias[members] = grad.index_select(0, members)[:, :length].sum(dim=1)
+        return grad_features, grad_weight, grad_bias, None
+
+
+class _Partition:
+    """The members (job, L2 slot) sharing one L2 value: one parameter tensor per layer, stacked over members,
+    in one optimiser group whose ``weight_decay`` is that L2 (what SentEval sets on its single group)."""
+
+    def __init__(self, l2: float, members: list[tuple[int, int]], layers: list[tuple[torch.Tensor, torch.Tensor]]):
+        self.l2, self.members = l2, members
+        self.jobs = torch.tensor([job for job, _ in members], dtype=torch.long, device=layers[0][0].device)
+        self.weights = [nn.Parameter(weight) for weight, _ in layers]  # (P, out, in)
+        self.biases = [nn.Parameter(bias) for _, bias in layers]  # (P, out)
+
+    def parameters(self) -> list[nn.Parameter]:
+        return [tensor for pair in zip(self.weights, self.biases) for tensor in pair]
+
+    def forward(self, features: torch.Tensor, lengths: tuple[int, ...], dropout: float, training: bool
+                ) -> torch.Tensor:
+        """(P, B, H) -> logits (P, B, C): SentEval's Linear [-> Dropout -> Sigmoid -> Linear], per member;
+        ``lengths[p]`` is member p's number of real rows (the rest is padding)."""
+        hidden = features
+        for depth, (weight, bias) in enumerate(zip(self.weights, self.biases)):
+            if depth > 0:
+                hidden = torch.sigmoid(F.dropout(hidden, p=dropout, training=training))
+            hidden = _StackedAffine.apply(hidden, weight, bias, lengths)
+        return hidden
+
+    def member_state(self, position: int) -> list[torch.Tensor]:
+        state = []
+        for weight, bias in zip(self.weights, self.biases):
+            state += [weight[position].detach().clone(), bias[position].detach().clone()]
+        return state
+
+
+def _fit_lockstep(
+    jobs: list[_PreparedJob],
+    template: nn.Sequential,
+    features: torch.Tensor,
+    labels: torch.Tensor,
+    config: ProbeConfig,
+    device: torch.device,
+) -> list[list[TrainedProbe]]:
+    """Train the probes of jobs with the same number of batches per pass side by side (see :func:`fit_probe_jobs`).
+
+    Per optimiser step every live job takes its own next batch (its last batch of a pass may be shorter: the rows
+    past its end are masked out of its mean loss, so they add exact zeros to its gradients). A member's
+    parameters, Adam moments and step count are its own slice of its partition's tensors; members that have
+    stopped are cut out of the stack (with their optimiser state) and their jobs stop drawing permutations.
+    """
+    batch_size = config.batch_size
+    n_batches = -(-len(jobs[0].train_rows) // batch_size)
+    linears = [layer for layer in template if isinstance(layer, nn.Linear)]
+    members = [(job, slot) for job, prepared in enumerate(jobs) for slot in range(len(prepared.l2_values))]
+    by_l2: dict[float, list[tuple[int, int]]] = {}
+    for job, slot in members:
+        by_l2.setdefault(float(jobs[job].l2_values[slot]), []).append((job, slot))
+
+    def stacked(count: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        return [(layer.weight.detach().to(device).unsqueeze(0).repeat(count, 1, 1),
+                 layer.bias.detach().to(device).unsqueeze(0).repeat(count, 1)) for layer in linears]
+
+    partitions = [_Partition(l2, group, stacked(len(group))) for l2, group in by_l2.items()]
+    optimizer = make_optimizer(config.optimizer, [
+        {"params": part.parameters(), "weight_decay": part.l2} for part in partitions])
+
+    validation_rows, validation_mask = _padded_rows([job.validation_rows for job in jobs])
+    pad = -validation_rows.shape[1] % batch_size  # score in full-width chunks of batch_size rows, padded
+    validation_rows, validation_mask = np.pad(validation_rows, ((0, 0), (0, pad))), np.pad(validation_mask,
+                                                                                          ((0, 0), (0, pad)))
+    validation_rows_t = torch.from_numpy(validation_rows).to(device)
+    validation_mask_t = torch.from_numpy(validation_mask).to(device)
+    validation_counts = [len(job.validation_rows) for job in jobs]
+
+    n_slots = {(job, slot) for job, slot in members}
+    best_accuracy = {member: -1.0 for member in n_slots}
+    best_epoch = {member: 0 for member in n_slots}
+    best_state: dict[tuple[int, int], list[torch.Tensor]] = {}
+    non_improving = {member: 0 for member in n_slots}
+    epochs_run = {member: 0 for member in n_slots}
+    passes_done, epoch = 0, 0
+    while partitions and passes_done <= config.max_epoch:
+        live_jobs = sorted({job for part in partitions for job, _ in part.members})
+        for _ in range(config.epoch_size):
+            order_sets = [np.zeros(0, dtype=np.int64)] * len(jobs)
+            for job in live_jobs:
+                order_sets[job] = jobs[job].train_rows[jobs[job].rng.permutation(len(jobs[job].train_rows))]
+            order, mask = _padded_rows([rows if len(rows) else np.zeros(1, dtype=np.int64) for rows in order_sets])
+            pad = n_batches * batch_size - order.shape[1]
+            order = torch.from_numpy(np.pad(order, ((0, 0), (0, pad)))).to(device)
+            mask = torch.from_numpy(np.pad(mask, ((0, 0), (0, pad)))).to(device)
+            n_train = [len(rows) for rows in order_sets]
+            for start in range(0, n_batches * batch_size, batch_size):
+                batch_rows, batch_mask = order[:, start : start + batch_size], mask[:, start : start + batch_size]
+                loss = torch.zeros((), device=device)
+                for part in partitions:
+                    rows, weights = batch_rows.index_select(0, part.jobs), batch_mask.index_select(0, part.jobs)
+                    lengths = tuple(min(batch_size, n_train[job] - start) for job, _ in part.members)
+                    logits = part.forward(features[rows], lengths, config.dropout, True)  # (P, B, C)
+                    per_row = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels[rows].reshape(-1),
+                                              reduction="none").view(rows.shape)
+                    # each member's mean over its own rows: padding gets weight 0, the rest 1/length (as SentEval)
+                    loss = loss + ((per_row * weights).sum(dim=1) / weights.sum(dim=1)).sum()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+        passes_done += config.epoch_size
+        epoch += 1
+        stopped = set()
+        with torch.no_grad():
+            for part in partitions:
+                rows = validation_rows_t.index_select(0, part.jobs)
+                predictions = torch.cat([
+                    part.forward(features[rows[:, start : start + batch_size]],
+                                 tuple(min(batch_size, validation_counts[job] - start) for job, _ in part.members),
+                                 config.dropout, False).argmax(dim=-1)
+                    for start in range(0, rows.shape[1], batch_size)], dim=1)
+                hits = ((predictions == labels[rows]).float() * validation_mask_t.index_select(0, part.jobs))
+                correct = hits.sum(dim=1).round().long().tolist()
+                for position, member in enumerate(part.members):
+                    accuracy = correct[position] / validation_counts[member[0]]
+                    epochs_run[member] = epoch
+                    if accuracy > best_accuracy[member]:
+                        best_accuracy[member], best_epoch[member] = accuracy, epoch
+                        best_state[member] = part.member_state(position)
+                    elif non_improving[member] >= config.tenacity:
+                        stopped.add(member)
+                    else:
+                        non_improving[member] += 1
+        if stopped:
+            partitions, optimizer = _without_members(partitions, optimizer, stopped, config)
+    return [
+        [TrainedProbe(probe_from_state(best_state[(job, slot)], config.hidden_dim, config.dropout), device,
+                      batch_size, float(prepared.l2_values[slot]), best_accuracy[(job, slot)],
+                      best_epoch[(job, slot)], epochs_run[(job, slot)])
+         for slot in range(len(prepared.l2_values))]
+        for job, prepared in enumerate(jobs)
+    ]
+
+
+def _without_members(
+    partitions: list[_Partition], optimizer: torch.optim.Optimizer, stopped: set, config: ProbeConfig
+) -> tuple[list[_Partition], torch.optim.Optimizer]:
+    """Cut stopped members out of the stack, carrying every remaining member's optimiser state over unchanged."""
+    kept_partitions, states = [], []
+    for part in partitions:
+        keep = [position for position, member in enumerate(part.members) if member not in stopped]
+        if not keep:
+            continue
+        index = torch.tensor(keep, dtype=torch.long, device=part.jobs.device)
+        layers = [(w.detach().index_select(0, index).clone(), b.detach().index_select(0, index).clone())
+                  for w, b in zip(part.weights, part.biases)]
+        new = _Partition(part.l2, [part.members[position] for position in keep], layers)
+        for old_param, new_param in zip(part.parameters(), new.parameters()):
+            state = optimizer.state.get(old_param, {})
+            states.append((new_param, {key: value.index_select(0, index).clone()
+                                       if torch.is_tensor(value) and value.dim() > 0 else value
+                                       for key, value in state.items()}))
+        kept_partitions.append(new)
+    new_optimizer = make_optimizer(config.optimizer, [
+        {"params": part.parameters(), "weight_decay": part.l2} for part in kept_partitions]) if kept_partitions \
+        else optimizer
+    for param, state in states:
+        if state:
+            new_optimizer.state[param] = state
+    return kept_partitions, new_optimizer
+
+
 def fit_probe_grid(
     X: np.ndarray,
     y: np.ndarray,
@@ -334,62 +629,22 @@ def fit_probe_grid(
 ) -> list[TrainedProbe]:
     """Train one probe per L2 value with SentEval's early-stopping loop; one :class:`TrainedProbe` per L2.
 
-    Each probe gets exactly what a separate SentEval fit with ``seed`` would get (same initial weights, same
-    hold-out, same batch order), and stops on its own; they are merely computed together.
     ``validation=(X_val, y_val)`` drives early stopping; without it a random ``config.validation_fraction`` of
-    ``X`` is held out for that (SentEval's ``validation_split=0.05``). Labels must lie in 0..n_classes-1.
+    ``X`` is held out for that (SentEval's ``validation_split=0.05``). One job of :func:`fit_probe_jobs`.
     """
-    if config.hidden_dim > 0 and config.dropout > 0 and len(l2_grid) > 1:
-        # Dropout masks would be drawn for the whole stack at once; fit separately to keep each probe's stream.
-        return [
-            fit_probe_grid(X, y, n_classes=n_classes, l2_grid=[l2], config=config, seed=seed, device=device,
-                           validation=validation)[0]
-            for l2 in l2_grid
-        ]
-    device = torch.device(device)
-    rng = np.random.RandomState(seed)
     X = as_features(X)
-    y = _checked_labels(y, len(X), n_classes)
-    if validation is None:
-        train_rows, validation_rows = _holdout_split(len(X), config.validation_fraction, rng)
-        X_train, y_train, X_val, y_val = X[train_rows], y[train_rows], X[validation_rows], y[validation_rows]
-    else:
-        X_train, y_train = X, y
+    train_rows = np.arange(len(X))
+    validation_rows = None
+    if validation is not None:
         X_val = as_features(validation[0], "X_val")
+        if X_val.shape[1] != X.shape[1]:
+            raise ValueError(f"X_val has {X_val.shape[1]} columns, X has {X.shape[1]}")
         y_val = _checked_labels(validation[1], len(X_val), n_classes, "y_val")
-    features, labels = _to_device(X_train, y_train, device)
-    val_features, val_labels = _to_device(X_val, y_val, device)
-
-    n_members = len(l2_grid)
-    best_accuracy, best_epoch = [-1.0] * n_members, [0] * n_members
-    best_state: list[list[torch.Tensor]] = [[] for _ in range(n_members)]
-    non_improving, epochs_run, active = [0] * n_members, [0] * n_members, [True] * n_members
-    with seeded_torch(seed, device):
-        stack = _new_stack(X.shape[1], n_classes, config, n_members, device)
-        optimizer = make_optimizer(config.optimizer, stack.parameters())
-        decay = torch.tensor(list(l2_grid), dtype=torch.float32, device=device)
-        passes_done, epoch = 0, 0
-        while any(active) and passes_done <= config.max_epoch:
-            _train_passes(stack, optimizer, decay, features, labels, config.epoch_size, config.batch_size, rng)
-            passes_done += config.epoch_size
-            epoch += 1
-            accuracies = _stack_accuracies(stack, val_features, val_labels, config.batch_size)
-            for member in (m for m in range(n_members) if active[m]):
-                epochs_run[member] = epoch
-                if accuracies[member] > best_accuracy[member]:
-                    best_accuracy[member], best_epoch[member] = accuracies[member], epoch
-                    best_state[member] = stack.member_state(member)
-                elif non_improving[member] >= config.tenacity:
-                    active[member] = False
-                else:
-                    non_improving[member] += 1
-    return [
-        TrainedProbe(
-            probe_from_state(best_state[m], config.hidden_dim, config.dropout), device, config.batch_size,
-            float(l2_grid[m]), best_accuracy[m], best_epoch[m], epochs_run[m],
-        )
-        for m in range(n_members)
-    ]
+        y = np.concatenate([_checked_labels(y, len(X), n_classes), y_val])
+        X = np.concatenate([X, X_val])
+        validation_rows = np.arange(len(train_rows), len(X))
+    job = ProbeJob(train_rows, validation_rows, tuple(l2_grid))
+    return fit_probe_jobs(X, y, [job], n_classes=n_classes, config=config, seed=seed, device=device)[0]
 
 
 def fit_probe(
@@ -543,16 +798,31 @@ def search_l2_on_folds(
     device: str | torch.device = "cpu",
 ) -> L2Search:
     """For each L2 in ``config.l2_grid``: train on each fold's train rows, early-stop and score on its held-out rows."""
-    per_fold = [
-        fit_probe_grid(
-            X[train_rows], y[train_rows], n_classes=n_classes, l2_grid=config.l2_grid, config=config, seed=seed,
-            device=device, validation=(X[validation_rows], y[validation_rows]),
-        )
-        for train_rows, validation_rows in folds
-    ]
-    scores, best_epochs = [], []
-    for index in range(len(config.l2_grid)):
-        fold_probes = [probes[index] for probes in per_fold]
-        scores.append(round(100 * float(np.mean([probe.best_val_accuracy for probe in fold_probes])), 2))
-        best_epochs.append([probe.best_epoch for probe in fold_probes])
-    return L2Search(tuple(config.l2_grid), scores, best_epochs)
+    return search_l2_on_fold_sets(X, y, [folds], n_classes=n_classes, config=config, seed=seed, device=device)[0]
+
+
+def search_l2_on_fold_sets(
+    X: np.ndarray,
+    y: np.ndarray,
+    fold_sets: Sequence[Sequence[tuple[np.ndarray, np.ndarray]]],
+    *,
+    n_classes: int,
+    config: ProbeConfig,
+    seed: int = SENTEVAL_SEED,
+    device: str | torch.device = "cpu",
+) -> list[L2Search]:
+    """:func:`search_l2_on_folds` for several independent sets of folds (rows of ``X``), one :class:`L2Search`
+    each; every probe of every set (sets x folds x L2 grid) is trained in one :func:`fit_probe_jobs` call."""
+    jobs = [ProbeJob(train_rows, validation_rows, tuple(config.l2_grid))
+            for folds in fold_sets for train_rows, validation_rows in folds]
+    fitted = iter(fit_probe_jobs(X, y, jobs, n_classes=n_classes, config=config, seed=seed, device=device))
+    searches = []
+    for folds in fold_sets:
+        per_fold = [next(fitted) for _ in folds]
+        scores, best_epochs = [], []
+        for index in range(len(config.l2_grid)):
+            fold_probes = [probes[index] for probes in per_fold]
+            scores.append(round(100 * float(np.mean([probe.best_val_accuracy for probe in fold_probes])), 2))
+            best_epochs.append([probe.best_epoch for probe in fold_probes])
+        searches.append(L2Search(tuple(config.l2_grid), scores, best_epochs))
+    return searches

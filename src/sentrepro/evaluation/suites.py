@@ -85,6 +85,14 @@ def load_transfer_tasks(root: Path, tasks, subset: SubsetLog, *, check_counts: b
     return loaded, files
 
 
+def senteval_ordered(split: Split) -> Split:
+    """The split in the row order SentEval's task class hands its classifier (:func:`~sentrepro.data.transfer.
+    senteval_order`): the folds, the 5 % hold-out and the probe's mini-batches all follow from that order."""
+    from sentrepro.data.transfer import senteval_order
+
+    return split.take(np.asarray(senteval_order(split.texts, split.labels), dtype=np.int64))
+
+
 def split_features(split: Split, vectors: np.ndarray) -> np.ndarray:
     """Features of a split from its sentence vectors: the vectors, or MRPC's ``[|u-v|, u*v]`` for pairs."""
     from sentrepro.evaluation.transfer import mrpc_features
@@ -98,14 +106,29 @@ def split_features(split: Split, vectors: np.ndarray) -> np.ndarray:
 # transfer (7 SentEval tasks)
 
 
-def run_transfer(job: SuiteJob, manifest: Path, out: Path) -> dict:
-    """SentEval transfer: nested CV (MR/CR/SUBJ/MPQA), dev-selected (SST-2), CV-on-train + fixed test (TREC, MRPC)."""
+def score_transfer_task(task: str, features: dict[str, np.ndarray], labels: dict[str, np.ndarray], **protocol
+                        ) -> dict:
+    """One task's score with its SentEval protocol, from its splits' features and labels (in SentEval's order)."""
     from sentrepro.evaluation.transfer import evaluate_cv_task, evaluate_fixed_test_task, evaluate_split_task
 
+    if task in CV_TASKS:
+        return evaluate_cv_task(features["all"], labels["all"], **protocol)
+    if task == "SST2":
+        return evaluate_split_task(features["train"], labels["train"], features["dev"], labels["dev"],
+                                   features["test"], labels["test"], **protocol)
+    return evaluate_fixed_test_task(features["train"], labels["train"], features["test"], labels["test"], **protocol)
+
+
+def run_transfer(job: SuiteJob, manifest: Path, out: Path) -> dict:
+    """SentEval transfer: nested CV (MR/CR/SUBJ/MPQA), dev-selected (SST-2), CV-on-train + fixed test (TREC, MRPC).
+
+    Every split is put in SentEval's row order (:func:`senteval_ordered`) before it is embedded and scored.
+    """
     cfg = job.settings
     subset = SubsetLog(cfg["max_samples"], cfg["subset_seed"])
     tasks, files = load_transfer_tasks(source_root(manifest), cfg["tasks"], subset,
                                        check_counts=job.check_counts)
+    tasks = {task: {name: senteval_ordered(split) for name, split in splits.items()} for task, splits in tasks.items()}
     job.add_data_files(files, "transfer data file")
     vectors = job.embed_groups({(t, s): split.sentences for t, splits in tasks.items() for s, split in splits.items()})
     features = {(t, s): split_features(tasks[t][s], vectors[(t, s)]) for t in tasks for s in tasks[t]}
@@ -113,15 +136,9 @@ def run_transfer(job: SuiteJob, manifest: Path, out: Path) -> dict:
     protocol = {"mode": cfg["mode"], "device": device, "seed": cfg["seed"]}
     results = {}
     for task, splits in tasks.items():
-        labels = {name: split.labels for name, split in splits.items()}
-        if task in CV_TASKS:
-            result = evaluate_cv_task(features[(task, "all")], labels["all"], **protocol)
-        elif task == "SST2":
-            result = evaluate_split_task(features[(task, "train")], labels["train"], features[(task, "dev")],
-                                         labels["dev"], features[(task, "test")], labels["test"], **protocol)
-        else:
-            result = evaluate_fixed_test_task(features[(task, "train")], labels["train"], features[(task, "test")],
-                                              labels["test"], **protocol)
+        task_features = {name: features[(task, name)] for name in splits}
+        result = score_transfer_task(task, task_features, {name: split.labels for name, split in splits.items()},
+                                     **protocol)
         results[task] = {**result, "reported": result["acc"]}
     results["avg"] = mean_reported(results, tasks)
     return write_metrics(job, out, results, subset=subset,

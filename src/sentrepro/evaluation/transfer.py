@@ -16,6 +16,25 @@ the L2 grid {1e-5, 1e-4, 1e-3, 1e-2}:
   ``StratifiedKFold(k, shuffle=True, random_state=seed)`` CV on the training set, retrained on the full training
   set with 5 % held out, scored on the fixed test set. MRPC's features are :func:`mrpc_features`.
 
+SentEval's behaviour reproduced on purpose, each a place where another choice gives other numbers:
+
+* **Row order.** The rows must arrive in the order SentEval's task classes give them: each split sorted by
+  (token count, label), MRPC's pairs by (count of s1, count of s2, label) (``data.transfer.senteval_order``,
+  applied by the transfer suite). The folds, the 5 % hold-out and the probe's mini-batches are all drawn over
+  row positions, so file order gives other folds and other scores (a 1.2-point TREC difference was measured).
+* **Folds.** Outer and inner folds are both ``StratifiedKFold(k, shuffle=True, random_state=seed)`` over the
+  labels only; inner folds are drawn on the outer-train rows in their order.
+* **Random numbers.** Every fit starts from ``seed`` again (SentEval's classifier calls ``np.random.seed`` and
+  ``torch.manual_seed`` in its constructor): same initial weights for every probe, and one fresh stream per fit
+  that first draws the 5 % hold-out (``validation_split``, the first ``int(0.05 N)`` of a permutation) and then
+  one permutation per pass (see :mod:`sentrepro.evaluation.probe`).
+* **Rounding.** Each L2's CV score is the mean accuracy x100 rounded to 2 dp before the argmax (first maximum
+  wins); outer-fold test scores are rounded per fold, then their mean rounded; F1 (MRPC) is class 1's.
+
+The probes of one grid are independent, so they are trained together (:func:`~sentrepro.evaluation.probe.
+fit_probe_jobs`: all k x k x 4 inner probes of a nested CV in one loop, then the k final fits), each with its own
+batches, Adam state and early stopping; the arithmetic of each probe is SentEval's.
+
 ``seed`` (default 1111) plays every role SentEval's 1111 played: fold shuffling, the 5 % hold-out and the
 probe's initialisation and batch order. Scores are ×100 and rounded to 2 dp the way SentEval rounds them
 (per fold, then the mean), so they compare directly with the papers' tables.
@@ -34,8 +53,12 @@ from sentrepro.evaluation.probe import (
     as_features,
     as_labels,
     encode_labels,
+    ProbeJob,
     fit_probe,
+    fit_probe_grid,
+    fit_probe_jobs,
     resolve_mode,
+    search_l2_on_fold_sets,
     search_l2_on_folds,
 )
 
@@ -68,16 +91,18 @@ def evaluate_cv_task(
     mode_name, config = resolve_mode(mode)
     X = as_features(X)
     (y,), n_classes = encode_labels(as_labels(y, len(X)))
+    outer = stratified_folds(y, config.kfold, seed)
+    # SentEval's InnerKFoldClassifier fits these one after another; they are independent, so every inner fold
+    # of every outer fold (k x k x |L2 grid| probes) trains in one lockstep loop, then the k final fits in one.
+    fold_sets = [[(train_rows[inner_train], train_rows[inner_test])
+                  for inner_train, inner_test in stratified_folds(y[train_rows], config.kfold, seed)]
+                 for train_rows, _ in outer]
+    searches = search_l2_on_fold_sets(X, y, fold_sets, n_classes=n_classes, config=config, seed=seed, device=device)
+    finals = fit_probe_jobs(X, y, [ProbeJob(train_rows, None, (search.best_l2,))
+                                   for (train_rows, _), search in zip(outer, searches)],
+                            n_classes=n_classes, config=config, seed=seed, device=device)
     folds = []
-    for fold_index, (train_rows, test_rows) in enumerate(stratified_folds(y, config.kfold, seed)):
-        X_train, y_train = X[train_rows], y[train_rows]
-        inner_folds = stratified_folds(y_train, config.kfold, seed)
-        search = search_l2_on_folds(
-            X_train, y_train, inner_folds, n_classes=n_classes, config=config, seed=seed, device=device
-        )
-        probe = fit_probe(
-            X_train, y_train, n_classes=n_classes, l2=search.best_l2, config=config, seed=seed, device=device
-        )
+    for fold_index, ((train_rows, test_rows), search, (probe,)) in enumerate(zip(outer, searches, finals)):
         folds.append(
             {
                 "fold": fold_index,
@@ -121,14 +146,9 @@ def evaluate_split_task(
         as_labels(y_train, len(X_train), "y_train"), as_labels(y_dev, len(X_dev), "y_dev"),
         as_labels(y_test, len(X_test), "y_test"),
     )
-    dev_scores, probes = [], []
-    for l2 in config.l2_grid:
-        probe = fit_probe(
-            X_train, y_train, n_classes=n_classes, l2=l2, config=config, seed=seed, device=device,
-            validation=(X_dev, y_dev),
-        )
-        dev_scores.append(round(100 * probe.best_val_accuracy, 2))
-        probes.append(probe)
+    probes = fit_probe_grid(X_train, y_train, n_classes=n_classes, l2_grid=config.l2_grid, config=config, seed=seed,
+                            device=device, validation=(X_dev, y_dev))
+    dev_scores = [round(100 * probe.best_val_accuracy, 2) for probe in probes]
     best = int(np.argmax(dev_scores))
     return {
         "protocol": "fixed_dev",

@@ -1,0 +1,87 @@
+"""The transfer suite scores as SentEval's own engine does, checked against numbers SentEval produced.
+
+``tests/senteval_fixture/`` holds, per task, real examples (the first lines of each of the task's files, texts and
+labels in file order), fixed vectors for them (float32, ``benchmarks/senteval_parity.py:hashed_vectors``) and the
+scores SentEval's engine gave on those vectors in SimCSE's "test" mode. It was written by
+``benchmarks/senteval_parity.py --fixture tests/senteval_fixture`` (command in the JSON files); the last test here
+reruns SentEval and compares when SentEval is importable (``SENTEVAL_PATH`` or installed), and is skipped otherwise.
+CR is cross-validated (nested 10-fold CV: the order decides the folds), TREC has a fixed test set (the order decides
+the inner folds, the 5 % hold-out and the mini-batches).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sentrepro.evaluation.suites import Split, score_transfer_task, senteval_ordered, split_features
+
+FIXTURE = Path(__file__).parent / "senteval_fixture"
+TASKS = ("CR", "TREC")
+BENCHMARK = Path(__file__).resolve().parents[1] / "benchmarks" / "senteval_parity.py"
+
+
+def load_fixture(task: str) -> tuple[dict, dict[str, Split], dict[str, np.ndarray]]:
+    payload = json.loads((FIXTURE / f"{task}.json").read_text(encoding="utf-8"))
+    splits = {name: Split([tuple(t) if isinstance(t, list) else t for t in split["texts"]],
+                          np.asarray(split["labels"], dtype=np.int64)) for name, split in payload["splits"].items()}
+    with np.load(FIXTURE / payload["vectors"]) as archive:
+        vectors = {name: archive[name] for name in splits}
+    return payload, splits, vectors
+
+
+def score(task: str, splits: dict[str, Split], vectors: dict[str, np.ndarray], ordered: bool = True) -> dict:
+    """The transfer suite's path: SentEval's row order (run_transfer's senteval_ordered), features, protocol."""
+    features, labels = {}, {}
+    for name, split in splits.items():
+        by_text = dict(zip(split.sentences, vectors[name]))  # vectors are a function of the sentence
+        split = senteval_ordered(split) if ordered else split
+        features[name] = split_features(split, np.stack([by_text[s] for s in split.sentences]))
+        labels[name] = split.labels
+    result = score_transfer_task(task, features, labels, mode="test", device="cpu", seed=1111)
+    return {key: result[key] for key in ("devacc", "acc", "f1") if key in result}
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_scores_equal_sentevals_on_its_fixture(task):
+    payload, splits, vectors = load_fixture(task)
+    assert sum(len(split.labels) for split in splits.values()) >= 300
+    assert score(task, splits, vectors) == payload["senteval"]
+
+
+def test_file_order_would_not_reproduce_senteval():
+    """The fixture can tell the orders apart: in file order (the project's old behaviour) CR scores otherwise."""
+    payload, splits, vectors = load_fixture("CR")
+    assert score("CR", splits, vectors, ordered=False)["acc"] != payload["senteval"]["acc"]
+
+
+def _senteval_path() -> str | None:
+    if os.environ.get("SENTEVAL_PATH"):
+        return os.environ["SENTEVAL_PATH"]
+    return "" if importlib.util.find_spec("senteval") else None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task", TASKS)
+def test_fixture_is_what_senteval_gives(task, tmp_path, shared_data):
+    """Regenerate: rerun SentEval on the same truncated files and vectors (skipped without SentEval)."""
+    path = _senteval_path()
+    if path is None:
+        pytest.skip("SentEval is not importable (set SENTEVAL_PATH to a SentEval checkout)")
+    spec = importlib.util.spec_from_file_location("senteval_parity", BENCHMARK)
+    parity = importlib.util.module_from_spec(spec)
+    sys.modules["senteval_parity"] = parity
+    spec.loader.exec_module(parity)
+    payload, splits, _ = load_fixture(task)
+    parity.truncate_task(shared_data / "senteval", tmp_path / "downstream", task, payload["sizes"]["size"],
+                         payload["sizes"]["test_size"])
+    assert {name: s.labels.tolist() for name, s in parity.load_ours(tmp_path / "downstream", task).items()} == {
+        name: s.labels.tolist() for name, s in splits.items()}
+    result, _ = parity.run_senteval(parity.import_senteval_on_cpu(path), tmp_path, task)
+    assert result == payload["senteval"]
