@@ -296,10 +296,10 @@ def audit_export(folder: Path) -> AuditReport:
         raise AuditError(f"{folder}: not an exported folder (no {EXPORT_RECORD}; `sentrepro export` writes it)")
     record = json.loads(record_path.read_text(encoding="utf-8"))
     report = AuditReport()
-    report.lines.append(f"export {record.get('name')}: {folder} ({len(record['files'])} files)")
-    for rel, digest in sorted(record["files"].items()):
+    report.lines.append(f"export {record.get('name')}: {folder} ({len(record['folder_files'])} files)")
+    for rel, digest in sorted(record["folder_files"].items()):
         _verify(folder / rel, digest, report, "- ", "file:")
-    listed = set(record["files"]) | {EXPORT_RECORD}
+    listed = set(record["folder_files"]) | {EXPORT_RECORD}
     for path in sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
         if path.relative_to(folder).as_posix() not in listed:
             report.checked += 1

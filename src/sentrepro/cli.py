@@ -303,7 +303,7 @@ def cmd_export(args) -> int:
     except ExportError as exc:
         print(f"sentrepro export: {exc}", file=sys.stderr)
         return 2
-    print(f"exported {record['name']} to {args.out} ({len(record['files'])} files; MTEB tasks: "
+    print(f"exported {record['name']} to {args.out} ({len(record['folder_files'])} files; MTEB tasks: "
           f"{', '.join(record['mteb_tasks']) or 'none'})")
     return 0
 

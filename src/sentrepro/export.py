@@ -119,6 +119,7 @@ def whitening_transform(spec: dict, run_dir, model_manifest, sts_data: Path | No
     # the suite's one call embeds both sides of every pair; mean and covariance ignore the order
     sentences = [s for subsets in tasks.values() for pairs in subsets.values() for p in pairs for s in (p.s1, p.s2)]
     method, model, _ = load_for_eval(spec, run_dir, model_manifest)
+    method.transform_embeddings = lambda vectors, purpose: vectors  # the pooled vectors the kernel is fitted on
     raw = encode_sentences(method, model, sentences, purpose=PURPOSE,
                            batch_size=spec["settings"].get("batch_size", 128))
     kernel, mean = whitening_kernel(raw)
@@ -337,7 +338,7 @@ def export_run(spec: dict, run_dir: Path | None, model_manifest: Path | None, ou
                           transform=transform, synthetic=bool((sts or {}).get("data", {}).get("synthetic")))
         (tmp / "README.md").write_text(card, encoding="utf-8")
         files = {p.relative_to(tmp).as_posix(): sha256_file(p) for p in sorted(tmp.rglob("*")) if p.is_file()}
-        record = {"kind": "sentrepro-export", "name": name, "files": files, "table_cells": cells, "verdicts": rows,
+        record = {"kind": "sentrepro-export", "name": name, "folder_files": files, "table_cells": cells, "verdicts": rows,
                   "mteb_tasks": sorted(p.stem for p in (tmp / MTEB_DIR).glob("*.json")),
                   "provenance": prov.finish()}
         _write_json(tmp / RECORD, record)
