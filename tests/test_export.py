@@ -27,6 +27,7 @@ from sentrepro.mteb_results import MTEB_STS, mteb_results
 
 REPO = Path(__file__).resolve().parents[1]
 TOLERANCE = 1e-5
+HEAVY = pytest.mark.heavy  # the tests of `exported`: 23 runs exported, encoded, loaded in a fresh process (~1 min)
 STS_SCORED = "promptbert-bert"  # its STS-B test score is reproduced from the folder alone
 # (config.yaml method name, families): OptiPrompt is BERT-only (its template); MoCoUTRL's paper backbone is
 # DeBERTa, so it runs on all three; the frozen poolers on all three.
@@ -179,6 +180,7 @@ def exported(tmp_path_factory, tiny_models, wiki_sentences, sts_source):
     return folders, expected, loaded
 
 
+@HEAVY
 @pytest.mark.parametrize("key", [f"{n}-{f}" for n, families in CASES for f in families])
 def test_sentence_transformers_encode_equals_evaluation(exported, key):
     folders, expected, loaded = exported
@@ -187,6 +189,7 @@ def test_sentence_transformers_encode_equals_evaluation(exported, key):
     assert float(np.abs(expected[key]).max()) > 1e-3  # not a vacuous comparison of zeros
 
 
+@HEAVY
 def test_every_kind_is_exported(exported):
     from sentrepro import registry
 
@@ -195,6 +198,7 @@ def test_every_kind_is_exported(exported):
     assert kinds == set(registry.methods())
 
 
+@HEAVY
 def test_folder_carries_code_card_and_record(exported):
     folders, _, _ = exported
     folder = Path(folders["promptbert-bert"])
@@ -206,6 +210,7 @@ def test_folder_carries_code_card_and_record(exported):
     assert record["provenance"]["inputs"][0]["role"] == "training summary"
 
 
+@HEAVY
 def test_audit_verifies_an_exported_folder(exported, tmp_path):
     import shutil
 
@@ -251,6 +256,7 @@ def test_mteb_result_files_validate_with_mteb():
     assert stsb.get_score() == pytest.approx(0.7512)
 
 
+@HEAVY
 def test_stsb_test_score_from_the_folder_alone(exported, shared_data):
     """The README's recipe on a tiny PromptBERT run: cosine Spearman of the folder's vectors on STS-B test equals
     the STS suite's score of the same run (score_tasks with the evaluation's embedding)."""
