@@ -22,6 +22,7 @@ include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/verdicts.smk"
+include: "workflow/rules/export.smk"
 
 
 check_rule_code()
@@ -39,6 +40,7 @@ localrules:
     figure,
     verdicts,
     demo_summary,
+    export,
 
 
 rule all:
@@ -49,4 +51,5 @@ rule all:
         figure_targets(),
         verdict_targets(),
         demo_summary_targets(),
+        export_targets(),
     default_target: True

@@ -278,3 +278,32 @@ def audit_verdict(csv_path: Path, claim: str) -> AuditReport:
                 path_text, _, digest = entry["items"].partition("#sha256=")
                 _verify(Path(path_text), digest, report, "    - ", "per-pair scores:")
     return report
+
+
+# --- exported folders (sentrepro export) ------------------------------------------------------------------
+
+
+EXPORT_RECORD = "sentrepro_export.json"
+
+
+def audit_export(folder: Path) -> AuditReport:
+    """An exported folder: every file against the sha256 its record lists (and no file unlisted), then the
+    record's provenance chain -- the STS metrics file, the run's training summary and checkpoint files (or the
+    backbone snapshot), the tables and verdicts it quotes -- as for a table cell."""
+    folder = Path(folder)
+    record_path = folder / EXPORT_RECORD
+    if not record_path.exists():
+        raise AuditError(f"{folder}: not an exported folder (no {EXPORT_RECORD}; `sentrepro export` writes it)")
+    record = json.loads(record_path.read_text(encoding="utf-8"))
+    report = AuditReport()
+    report.lines.append(f"export {record.get('name')}: {folder} ({len(record['folder_files'])} files)")
+    for rel, digest in sorted(record["folder_files"].items()):
+        _verify(folder / rel, digest, report, "- ", "file:")
+    listed = set(record["folder_files"]) | {EXPORT_RECORD}
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        if path.relative_to(folder).as_posix() not in listed:
+            report.checked += 1
+            report.lines.append(f"- file: {path}  NOT IN THE RECORD")
+            report.problems.append(f"{path} (not written by the export)")
+    _follow(record_path, report, 0, set())
+    return report

@@ -290,11 +290,33 @@ def cmd_registry(args) -> int:
     return 0
 
 
+def cmd_export(args) -> int:
+    from sentrepro.export import ExportError, export_run
+
+    _record_job_code(args)
+    try:
+        record = export_run(_spec(args.spec), Path(args.run_dir) if args.run_dir else None,
+                            Path(args.model_manifest) if args.model_manifest else None, Path(args.out),
+                            sts_metrics=Path(args.sts_metrics) if args.sts_metrics else None,
+                            tables=[Path(t) for t in args.tables], verdicts=Path(args.verdicts) if args.verdicts else None,
+                            sts_data=Path(args.sts_data) if args.sts_data else None)
+    except ExportError as exc:
+        print(f"sentrepro export: {exc}", file=sys.stderr)
+        return 2
+    print(f"exported {record['name']} to {args.out} ({len(record['folder_files'])} files; MTEB tasks: "
+          f"{', '.join(record['mteb_tasks']) or 'none'})")
+    return 0
+
+
 def cmd_audit(args) -> int:
-    from sentrepro.audit import AuditError, audit_cell, audit_verdict, is_verdict_csv
+    from sentrepro.audit import AuditError, audit_cell, audit_export, audit_verdict, is_verdict_csv
 
     try:
-        if is_verdict_csv(Path(args.csv)):
+        if Path(args.csv).is_dir():
+            report = audit_export(Path(args.csv))
+        elif args.row is None:
+            raise AuditError(f"{args.csv}: a table cell needs a row and a column, a verdict row a claim")
+        elif is_verdict_csv(Path(args.csv)):
             report = audit_verdict(Path(args.csv), args.row)
         elif args.column is None:
             raise AuditError(f"{args.csv}: a table cell needs a row and a column")
@@ -439,9 +461,23 @@ def build_parser() -> argparse.ArgumentParser:
                    "(default: config.yaml)")
     p.set_defaults(func=cmd_registry)
 
-    p = sub.add_parser("audit", help="trace a table cell (or a verdict row) back to raw data and verify every hash")
-    p.add_argument("csv", help="a table's <name>.csv, or verdicts.csv")
-    p.add_argument("row", help="the table row, or the claim id of a verdict row")
+    p = sub.add_parser("export", help="a finished run as a sentence-transformers folder with model card and MTEB "
+                       "result files")
+    p.add_argument("--spec", required=True, help="the run's STS evaluation slice as JSON (run, backbone, method, "
+                   "seed, attention, settings)")
+    p.add_argument("--run-dir", default="", help="the run's directory (trained kinds: holds best/ and train.json)")
+    p.add_argument("--model-manifest", default="", help="the backbone's MANIFEST.json (frozen baselines)")
+    p.add_argument("--sts-metrics", default="", help="the run's sts.json (scores, MTEB files, model-index)")
+    p.add_argument("--tables", nargs="*", default=[], help="table CSVs: their cells of this run go into the card")
+    p.add_argument("--verdicts", default="", help="verdicts.csv: its rows about this run go into the card")
+    p.add_argument("--sts-data", default="", help="the STS source's MANIFEST.json (whitening refits its kernel)")
+    p.add_argument("--out", required=True, help="the folder to write")
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("audit", help="trace a table cell (or a verdict row, or an exported folder) back to raw "
+                       "data and verify every hash")
+    p.add_argument("csv", help="a table's <name>.csv, verdicts.csv, or an exported folder (sentrepro export)")
+    p.add_argument("row", nargs="?", default=None, help="the table row, or the claim id of a verdict row")
     p.add_argument("column", nargs="?", default=None, help="the table column (not for verdicts.csv)")
     p.set_defaults(func=cmd_audit)
     return parser
