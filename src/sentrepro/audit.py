@@ -17,6 +17,12 @@ Every link also records the fingerprint of the code that made it (``provenance.c
 per module); the audit compares it with today's code and names each stale link: the file, the recorded
 and current fingerprints and the modules that differ (:func:`sentrepro.codedeps.stale_description`). A stale link fails the audit
 like a changed hash.
+
+Each link is also checked against the experiment's append-only ledger (:mod:`sentrepro.ledger`): the file's
+bytes must be those its job wrote. A metrics file edited after its job is named as such even after a table
+was rebuilt from it (the cell then records the edited hash, which the ledger does not); a metrics file or
+table no job of an existing ledger wrote is named too. A tree without a ledger (written before ledgers, or
+by hand) is checked against recorded hashes only, and the audit says so.
 """
 
 from __future__ import annotations
