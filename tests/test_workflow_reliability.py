@@ -4,6 +4,7 @@ messages are tested in focused setups in tests/test_reliability.py.)"""
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import shutil
@@ -58,6 +59,9 @@ def test_a_flipped_weight_byte_reruns_its_jobs_which_fail_naming_the_file(copy):
 
 
 def test_a_nan_score_fails_its_job_and_leaves_the_old_metrics(copy):
+    """The job (its exact command, from the plan) fails naming task and cause and leaves the old metrics file;
+    through Snakemake, which removes a job's outputs before running it, the failed job leaves no metrics file
+    and the table is not rebuilt: no NaN reaches it."""
     from safetensors.torch import load_file, save_file
 
     weights = copy / SIMCSE / "best" / "model.safetensors"
@@ -66,12 +70,21 @@ def test_a_nan_score_fails_its_job_and_leaves_the_old_metrics(copy):
     tensors[name][:] = float("nan")
     save_file(tensors, weights, metadata={"format": "pt"})
     before = (copy / SIMCSE_STS).read_bytes()
-    run = snakemake(copy, "-f", str(SIMCSE_STS), check=False)
-    assert run.returncode != 0
+    plan = snakemake(copy, "-n", "-p", "-f", str(SIMCSE_STS))
+    (command,) = [line.strip().removeprefix("Shell command:").strip() for line in (plan.stdout + plan.stderr).splitlines()
+                  if "sentrepro evaluate sts" in line and str(SIMCSE_STS) in line]
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    job = subprocess.run(["bash", "-c", command], cwd=copy, env=env, capture_output=True, text=True, timeout=600)
+    assert job.returncode == 1, (command, job.stdout, job.stderr)
     assert (copy / SIMCSE_STS).read_bytes() == before
     (log,) = _logs_mentioning(copy, "non-finite score")
     text = log.read_text()
     assert "evaluate sts" in text and "word_embeddings.weight" in text and "left as it was" in text
+    table = (copy / TABLE).read_text()
+    assert snakemake(copy, "-f", str(SIMCSE_STS), check=False).returncode != 0
+    assert (copy / TABLE).read_text() == table
+    with open(copy / TABLE, newline="") as handle:
+        assert not [r for r in csv.DictReader(handle) if r["value"].lower() in ("nan", "inf", "-inf")]
 
 
 def _audit(workdir: Path) -> subprocess.CompletedProcess:
@@ -100,7 +113,7 @@ def test_a_truncated_last_checkpoint_is_moved_aside_and_training_starts_again_re
     state.write_bytes(data[: len(data) // 3])
     before = json.loads((copy / SIMCSE / "train.json").read_text())
     (copy / SIMCSE / "train.json").unlink()  # as after a job killed before its summary
-    snakemake(copy)
+    snakemake(copy, str(SIMCSE / "train.json"))  # asked for: a missing intermediate alone reruns nothing
     summary = json.loads((copy / SIMCSE / "train.json").read_text())
     (recovery,) = summary["unreadable_checkpoints"]
     assert recovery["checkpoint"].endswith("last/trainer_state.pt") and recovery["action"] == "restarted from step 0"

@@ -81,10 +81,10 @@ _STAMPS_REFRESHED = set()
 
 
 def content_stamp(manifest_path: str) -> str:
-    """The CONTENT.json stamp next to a data source's or a snapshot's MANIFEST.json (sentrepro.integrity), which
-    every rule reading those files takes as input. Brought up to date with the files once per workflow load:
-    a file whose bytes changed rewrites it, so the plan reruns what read the old bytes (and those jobs
-    fail naming the file until it is restored or fetched again)."""
+    """The CONTENT.json stamp next to a data source's or a snapshot's MANIFEST.json (sentrepro.integrity), an
+    input of each job that reads those files. Brought up to date with the files once per workflow load
+    (a file whose bytes changed rewrites it), so the plan reruns what read the old bytes, and those jobs
+    fail naming the file until it is restored or fetched again."""
     if manifest_path not in _STAMPS_REFRESHED:
         _STAMPS_REFRESHED.add(manifest_path)
         changed = refresh_stamp(manifest_path)

@@ -45,8 +45,8 @@ rule prepare_dataset:
     input:
         download_record_for,
     output:
-        f"{RES}/data/{{source}}/MANIFEST.json",
-        f"{RES}/data/{{source}}/CONTENT.json",  # content stamp (sentrepro.integrity; content_stamp in common.smk)
+        manifest=f"{RES}/data/{{source}}/MANIFEST.json",
+        stamp=f"{RES}/data/{{source}}/CONTENT.json",  # content stamp (sentrepro.integrity; content_stamp in common.smk)
     params:
         spec=lambda w: spec_json(source_slice(config, w.source)),
         code=rule_code("cli:prepare-dataset"),
@@ -59,7 +59,7 @@ rule prepare_dataset:
         f"{RES}/logs/prepare_dataset/{{source}}.log",
     shell:
         "sentrepro prepare-dataset --name {wildcards.source} --spec {params.spec:q} "
-        "--out-dir $(dirname {output[0]}) --download-record={params.record:q} > {log:q} 2>&1"
+        "--out-dir $(dirname {output.manifest}) --download-record={params.record:q} > {log:q} 2>&1"
 
 
 rule check_dataset:
