@@ -4,8 +4,8 @@
 (rule prepare_dataset) record the sha256 of every file. Every job that loads a backbone or reads a data
 set first checks each file it will use against that record (:func:`verify_files`) and fails with
 :class:`IntegrityError` naming the file, the manifest and both hashes. The check is always on: hashing
-runs at ~1.5 GB/s on one core (BENCHMARKS.md: the demo's MiniLM in well under a second, a BERT-large
-sized 1.3 GB file in about a second), small next to loading the same weights. Within one process a file is
+runs at ~1.4 GB per CPU second (BENCHMARKS.md: the demo's MiniLM in 0.07 CPU s, a BERT-large sized 1.34 GB
+file in 0.9 CPU s), small next to the job itself. Within one process a file is
 hashed once (the memo key is its path, size, mtime_ns and inode, and lives only as long as the job).
 
 **The plan.** Snakemake reruns a job when an *input* is newer than its outputs, and the rules take the
