@@ -3,12 +3,14 @@
 ``ServerPlan`` says what to serve and how to misbehave (503s, responses cut short, ignored Range
 headers); ``serve(plan)`` runs a threaded server on 127.0.0.1 and yields its base URL. It answers
 ``Range`` requests with 206 (or 416 past the end), so downloads can resume, and records every
-request for the tests to inspect.
+request for the tests to inspect. With ``etags`` it sends a strong ETag and answers an ``If-Range``
+that no longer matches with the whole file (200), as a real server does after the file changed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -23,8 +25,10 @@ class ServerPlan:
     fail_503: dict[str, int] = field(default_factory=dict)  # path -> how many 503s to answer first
     truncate_to: dict[str, list[int]] = field(default_factory=dict)  # path -> body bytes of the next responses
     ignore_range: bool = False  # answer 200 with the whole file even when Range is asked
+    etags: bool = False  # send a strong ETag (of the body) and honour If-Range with it, as real servers do
     not_found_headers: dict[str, str] = field(default_factory=dict)  # sent with every 404 (e.g. the Hub's X-Error-Code)
     requests: list[tuple[str, str | None]] = field(default_factory=list)  # (path, Range header)
+    if_range: list[str | None] = field(default_factory=list)  # the If-Range header of each request
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -39,6 +43,7 @@ class PlannedHandler(BaseHTTPRequestHandler):
         range_header = self.headers.get("Range")
         with plan.lock:
             plan.requests.append((self.path, range_header))
+            plan.if_range.append(self.headers.get("If-Range"))
             if plan.fail_503.get(self.path, 0) > 0:
                 plan.fail_503[self.path] -= 1
                 self._send_status_only(503)
@@ -50,6 +55,10 @@ class PlannedHandler(BaseHTTPRequestHandler):
             self._send_status_only(404, plan.not_found_headers)
             return
         start = 0
+        etag = f'"{hashlib.sha1(body).hexdigest()}"' if plan.etags else None
+        if_range = self.headers.get("If-Range")
+        if range_header and if_range is not None and if_range != etag:
+            range_header = None  # the file changed since the validator: send all of it (RFC 9110 13.1.5)
         if range_header and not plan.ignore_range:
             start = int(range_header.removeprefix("bytes=").split("-")[0])
             if start >= len(body):
@@ -63,6 +72,8 @@ class PlannedHandler(BaseHTTPRequestHandler):
         else:
             self.send_response(200)
         remaining = body[start:]
+        if etag:
+            self.send_header("ETag", etag)
         self.send_header("Content-Length", str(len(remaining)))
         self.end_headers()
         self.wfile.write(remaining if cut is None else remaining[:cut])

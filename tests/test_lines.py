@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
@@ -51,7 +52,9 @@ def test_corpus_record_states_the_rule_and_both_counts(tmp_path, shared_data):
     head = head[:head.rindex(b"\n") + 1]  # whole real lines, ending in a newline
     (files / "wiki.txt").write_bytes(head + "a\x85b\n".encode())
     manifest = tmp_path / "src" / "MANIFEST.json"
-    manifest.write_text(json.dumps({"name": "w", "files": {"wiki.txt": {}}}))
+    # a manifest records each file's sha256, which build_corpus checks before reading (issue 25)
+    digest = hashlib.sha256((files / "wiki.txt").read_bytes()).hexdigest()
+    manifest.write_text(json.dumps({"name": "w", "files": {"wiki.txt": digest}}))
     spec = {"name": "w", "source": "w", "file": "wiki.txt", "reader": "lines", "max_sentences": None}
     out = tmp_path / "sentences.txt"
     record = build_corpus({**spec, "line_split": "splitlines"}, manifest, out)

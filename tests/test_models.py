@@ -71,7 +71,7 @@ def test_pinned_fetch_lands_verified_with_only_the_needed_files(hub, tmp_path, t
     assert manifest["weights_format"] == "safetensors"  # pytorch_model.bin and tf_model.h5 are served too
     files = {e["path"]: e for e in manifest["files"]}
     assert set(files) == NEEDED
-    assert {p.name for p in snapshot.iterdir()} == NEEDED | {"MANIFEST.json"}
+    assert {p.name for p in snapshot.iterdir()} == NEEDED | {"MANIFEST.json", "CONTENT.json"}  # CONTENT: the plan's stamp
     for name, entry in files.items():
         assert entry["sha256"] == sha256_file(tiny_bert / name) == sha256_file(snapshot / name)
         assert entry["checked_against"] != ["nothing yet: sha256 recorded on first use"]

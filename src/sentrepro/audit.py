@@ -17,6 +17,12 @@ Every link also records the fingerprint of the code that made it (``provenance.c
 per module); the audit compares it with today's code and names each stale link: the file, the recorded
 and current fingerprints and the modules that differ (:func:`sentrepro.codedeps.stale_description`). A stale link fails the audit
 like a changed hash.
+
+Each link is also checked against the experiment's append-only ledger (:mod:`sentrepro.ledger`): the file's
+bytes must be those its job wrote. A metrics file edited after its job is named as such even after a table
+was rebuilt from it (the cell then records the edited hash, which the ledger does not); a metrics file or
+table no job of an existing ledger wrote is named too. A tree without a ledger (written before ledgers, or
+by hand) is checked against recorded hashes only, and the audit says so.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from pathlib import Path
 
 from sentrepro.codedeps import stale_description
 from sentrepro.fsutil import sha256_file
+from sentrepro.ledger import LedgerView
 from sentrepro.provenance import local_path
 
 
@@ -40,6 +47,7 @@ class AuditReport:
     lines: list[str] = field(default_factory=list)
     checked: int = 0
     problems: list[str] = field(default_factory=list)
+    ledger: LedgerView = field(default_factory=LedgerView)
 
     @property
     def ok(self) -> bool:
@@ -81,6 +89,36 @@ def _verify(path: Path, expected: str, report: AuditReport, indent: str, label: 
         report.problems.append(f"{path} (sha256 recorded {expected}, now {actual})")
         return False
     report.lines.append(f"{indent}{label} {path}  sha256 {expected[:12]}… ok")
+    return _check_ledger(path, actual, report, indent)
+
+
+def _check_ledger(path: Path, actual: str, report: AuditReport, indent: str, *, required: bool = False) -> bool:
+    """Compare a file with the latest line its writing job appended to the ledger (:mod:`sentrepro.ledger`).
+
+    The bytes must be those the job wrote; a file with no line in an existing ledger is named when
+    ``required`` (a metrics file or a table: always written by a job). Without any ledger (a tree written
+    before ledgers, or by hand) the link is checked against recorded hashes only, and the audit says so.
+    """
+    ledger, entry = report.ledger.entry(path)
+    if ledger is None or not ledger.is_file():
+        if required:
+            report.lines.append(f"{indent}  · no ledger for {path} (written outside the workflow or before "
+                                "ledgers): checked against recorded hashes only")
+        return True
+    if entry is None:
+        if required:
+            report.lines.append(f"{indent}  · NOT IN LEDGER: no job recorded writing {path} in {ledger}")
+            report.problems.append(f"{path} (no job of {ledger} wrote it)")
+            return False
+        return True
+    if entry["sha256"] != actual:
+        report.lines.append(f"{indent}  · EDITED AFTER ITS JOB: `sentrepro {entry['command']}` wrote sha256 "
+                            f"{entry['sha256'][:12]}… at {entry['time']} ({ledger}:{entry['line']}), now {actual[:12]}…")
+        report.problems.append(f"{path} (edited after its job: `sentrepro {entry['command']}` wrote sha256 "
+                               f"{entry['sha256']} at {entry['time']}, {ledger} line {entry['line']}; now {actual})")
+        return False
+    report.lines.append(f"{indent}  · as written by `sentrepro {entry['command']}` at {entry['time']} "
+                        f"({ledger}:{entry['line']})")
     return True
 
 
@@ -196,6 +234,8 @@ def audit_cell(csv_path: Path, row: str, column: str) -> AuditReport:
     report = AuditReport()
     report.lines.append(f"{cell['table']} | {cell['row']} | {cell['column']}: value {cell['value'] or '–'}"
                         f" (std {cell['std'] or '–'}, n={cell['n']}), paper {cell['reported'] or '–'}")
+    report.checked += 1
+    _check_ledger(Path(csv_path), sha256_file(csv_path), report, "", required=True)
     entries = [e for e in cell["provenance"].split(";") if e]
     papers = [e.removeprefix("paper=") for e in entries if e.startswith("paper=")]
     candidates = [e.removeprefix("candidate=") for e in entries if e.startswith("candidate=")]
@@ -214,7 +254,7 @@ def audit_cell(csv_path: Path, row: str, column: str) -> AuditReport:
     for source in metrics:
         path_text, _, digest = source.partition("#sha256=")
         path = Path(path_text)
-        if _verify(path, digest, report, "- ", "metrics:"):
+        if _verify(path, digest, report, "- ", "metrics:") and _metrics_in_ledger(path, digest, report):
             _follow(path, report, 0, seen)
     if candidates:
         report.lines.append(f"- best of {len(candidates) + 1} seeds: the value above is the selected seed; "
@@ -223,6 +263,23 @@ def audit_cell(csv_path: Path, row: str, column: str) -> AuditReport:
         path_text, _, digest = source.partition("#sha256=")
         _verify(Path(path_text), digest, report, "  - ", "compared:")
     return report
+
+
+def _metrics_in_ledger(path: Path, digest: str, report: AuditReport) -> bool:
+    """A metrics file a cell reads must be in its experiment's ledger (when there is one); a cell whose
+    recorded hash is not the one its evaluation job wrote was built from an edited file."""
+    ledger, entry = report.ledger.entry(path)
+    if ledger is None or not ledger.is_file():
+        return True
+    if entry is None:
+        report.lines.append(f"  · NOT IN LEDGER: no job recorded writing {path} in {ledger}")
+        report.problems.append(f"{path} (no job of {ledger} wrote it)")
+        return False
+    if entry["sha256"] != digest:
+        report.problems.append(f"table cell built from an edited {path}: it records sha256 {digest}, its job "
+                               f"`sentrepro {entry['command']}` wrote {entry['sha256']}")
+        return False
+    return True
 
 
 # --- verdict rows (results/<exp>/verdicts.csv) ---------------------------------------------------------

@@ -12,9 +12,35 @@ import sys
 from pathlib import Path
 
 
+class MissingSpecKey(KeyError):
+    """A key a command needs is not in its --spec; the message names the key's full path."""
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
+class _Spec(dict):
+    """A --spec mapping whose missing keys are reported by their path (``--spec has no key 'method.params.lr'``)."""
+
+    where = ""
+
+    def __missing__(self, key):
+        raise MissingSpecKey(f"--spec has no key '{self.where}{key}'")
+
+
+def _spec_tree(value, where: str = ""):
+    if isinstance(value, dict):
+        node = _Spec({k: _spec_tree(v, f"{where}{k}.") for k, v in value.items()})
+        node.where = where
+        return node
+    if isinstance(value, list):
+        return [_spec_tree(v, where) for v in value]
+    return value
+
+
 def _spec(text: str) -> dict:
     try:
-        return json.loads(text)
+        return _spec_tree(json.loads(text))
     except json.JSONDecodeError as exc:
         raise SystemExit(f"--spec is not valid JSON: {exc}") from exc
 
@@ -486,9 +512,56 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     from sentrepro.codedeps import set_running_entry
 
+    from sentrepro.fsutil import forget_written
+    from sentrepro.ledger import record_outputs
+
     args = build_parser().parse_args(argv)
     set_running_entry([f"cli:{args.command}"])  # what provenance records as the code that ran
-    return args.func(args)
+    forget_written()
+    try:
+        code = args.func(args)
+        if code == 0:  # every file the command wrote, with its sha256, into its experiment's ledger
+            record_outputs(args.command)
+        return code
+    except Exception as exc:  # noqa: BLE001 - each kind below becomes one line; anything else is re-raised
+        message, code = _user_error(exc)
+        if message is None:
+            raise
+        print(f"sentrepro {args.command}: {message}", file=sys.stderr)
+        return code
+
+
+def _user_error(exc: Exception) -> tuple[str | None, int]:
+    """One line in the user's words, and the exit code, for an error a user can act on; (None, 0) for a bug.
+
+    Missing keys, YAML syntax errors and unreadable files are the user's input (exit 2); a full disk, a file
+    that fails its recorded hash or a non-finite result are the job's outcome (exit 1).
+    """
+    import errno
+
+    import yaml
+
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+        named = exc.filename and str(exc.filename) not in str(exc)
+        return (f"{exc}" + (f" ({exc.filename})" if named else "")), 1
+    if isinstance(exc, MissingSpecKey):
+        return str(exc), 2
+    if isinstance(exc, KeyError):
+        return f"missing key {exc} (in --spec or in a file the command reads)", 2
+    if isinstance(exc, yaml.YAMLError):
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{mark.name}:{mark.line + 1}:{mark.column + 1}" if mark is not None else "a YAML file"
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        return f"{where}: YAML syntax error: {problem}", 2
+    if isinstance(exc, json.JSONDecodeError):
+        return f"{exc}", 2
+    if isinstance(exc, (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError)):
+        return f"cannot read {exc.filename}: {exc.strerror}", 2
+    # the job's outcome, already one line naming the file (by name: importing them here would put their
+    # modules behind every command's code fingerprint)
+    if type(exc).__name__ in ("IntegrityError", "SnapshotError", "NonFiniteResult", "NonFiniteError", "MetricsError"):
+        return str(exc), 1
+    return None, 0
 
 
 def _record_job_code(args, suite: str | None = None) -> None:

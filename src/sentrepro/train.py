@@ -12,7 +12,10 @@ is a pure function of (seed, epoch), so nothing about the sampler needs saving.
 
 from __future__ import annotations
 
+import errno
+import json
 import math
+import os
 import random
 import shutil
 import time
@@ -24,7 +27,7 @@ import numpy as np
 import torch
 
 from sentrepro.encoding import autocast_context
-from sentrepro.fsutil import atomic_dir
+from sentrepro.fsutil import atomic_dir, disk_full, free_bytes
 from sentrepro.methods.base import Method, SentenceModel
 from sentrepro.optim import build_optimizer, build_schedule, weight_decay_groups
 from sentrepro.tokenize import TokenizedCorpus
@@ -208,7 +211,9 @@ def resume_state(run_dir: Path, model: SentenceModel, opt: Optimization, resume_
     last_dir = run_dir / LAST
     if not (last_dir / TRAINER_STATE).exists():
         return None
-    saved = torch.load(last_dir / TRAINER_STATE, map_location="cpu", weights_only=False)
+    saved = read_checkpoint(last_dir, log)
+    if saved is None:
+        return None
     if saved["state"].get("resume_key", "") != resume_key:
         log(f"ignoring {last_dir}: it was written for other settings; starting afresh")
         shutil.rmtree(last_dir)
@@ -225,6 +230,78 @@ def resume_state(run_dir: Path, model: SentenceModel, opt: Optimization, resume_
             p.grad = None if g is None else g.to(p.device)
     log(f"resumed from step {saved['state']['step']} ({last_dir})")
     return saved["state"]
+
+
+def tensor_bytes(obj) -> int:
+    """Bytes of every tensor inside ``obj`` (nested dicts, lists, tuples): what a checkpoint save writes, at least."""
+    if isinstance(obj, torch.Tensor):
+        return obj.numel() * obj.element_size()
+    if isinstance(obj, dict):
+        return sum(tensor_bytes(v) for v in obj.values())
+    if isinstance(obj, (list, tuple)):
+        return sum(tensor_bytes(v) for v in obj)
+    return 0
+
+
+def save_checkpoint(payload: dict, tmp_path: Path, final_path: Path) -> None:
+    """``torch.save`` into ``tmp_path``; a failed write is reported for ``final_path`` in the user's words.
+
+    torch reports a full disk as a bare ``basic_ios::clear: iostream error`` or ``PytorchStreamWriter failed
+    writing file``; when the file system has less room than the checkpoint's tensors this becomes a
+    :class:`~sentrepro.fsutil.DiskFullError` naming the checkpoint and the space needed.
+    """
+    try:
+        torch.save(payload, tmp_path)
+    except (RuntimeError, OSError) as exc:
+        needed = tensor_bytes(payload)
+        if getattr(exc, "errno", None) == errno.ENOSPC or free_bytes(tmp_path.parent) < needed + (1 << 20):
+            raise disk_full(final_path, needed) from exc
+        raise RuntimeError(f"saving checkpoint {final_path} failed: {exc}") from exc
+
+
+UNREADABLE = "unreadable"
+CHECKPOINT_KEYS = ("model", "optimizer", "scheduler", "rng", "state")
+
+
+def read_checkpoint(last_dir: Path, log: Callable[[str], None]) -> dict | None:
+    """The saved ``last/`` checkpoint, or None when it cannot be read (truncated, corrupt, incomplete).
+
+    An unreadable checkpoint is named in the log and moved aside to ``<run>/unreadable/last-<n>/`` (never
+    deleted: it may be evidence of a disk or file-system fault); the caller then starts afresh. Only one
+    ``last/`` exists (each save replaces it atomically), so there is no earlier one to fall back to.
+    The move is recorded in the run directory (:func:`checkpoint_recoveries`) for ``train.json``.
+    """
+    path = last_dir / TRAINER_STATE
+    try:
+        saved = torch.load(path, map_location="cpu", weights_only=False)
+        missing = [key for key in CHECKPOINT_KEYS if not isinstance(saved, dict) or key not in saved]
+        if missing:
+            raise ValueError(f"it lacks {', '.join(missing)}")
+        return saved
+    except Exception as exc:  # noqa: BLE001 - torch raises RuntimeError, EOFError, UnpicklingError, ...
+        aside_root = last_dir.parent / UNREADABLE
+        aside_root.mkdir(parents=True, exist_ok=True)
+        number = 1 + sum(1 for p in aside_root.iterdir() if p.name.startswith(f"{LAST}-"))
+        aside = aside_root / f"{LAST}-{number}"
+        os.replace(last_dir, aside)
+        reason = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
+        record = {"checkpoint": str(path), "reason": reason, "moved_to": str(aside), "action": "restarted from step 0"}
+        with open(aside_root / RECOVERIES, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record) + "\n")
+        log(f"checkpoint {path} cannot be read ({reason}); moved aside to {aside}; training starts again "
+            "from step 0")
+        return None
+
+
+RECOVERIES = "recoveries.jsonl"
+
+
+def checkpoint_recoveries(run_dir: Path) -> list[dict]:
+    """Every unreadable checkpoint this run moved aside (oldest first), for the training summary."""
+    path = Path(run_dir) / UNREADABLE / RECOVERIES
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 @dataclass
@@ -245,13 +322,13 @@ class _Job:
     def save_last(self) -> None:
         """Write the resumable checkpoint ``last/`` atomically."""
         opt = self.opt
+        payload = {"model": self.model.state_dict(), "optimizer": opt.optimizer.state_dict(),
+                   "scheduler": opt.scheduler.state_dict(),
+                   "scaler": opt.scaler.state_dict() if opt.scaler else None,
+                   "rng": _rng_state(), "state": self.state,
+                   "grads": None if self.method.reset_grads else [p.grad for p in opt.params]}
         with atomic_dir(self.run_dir / LAST) as tmp:
-            torch.save({"model": self.model.state_dict(), "optimizer": opt.optimizer.state_dict(),
-                        "scheduler": opt.scheduler.state_dict(),
-                        "scaler": opt.scaler.state_dict() if opt.scaler else None,
-                        "rng": _rng_state(), "state": self.state,
-                        "grads": None if self.method.reset_grads else [p.grad for p in opt.params]},
-                       tmp / TRAINER_STATE)
+            save_checkpoint(payload, tmp / TRAINER_STATE, self.run_dir / LAST / TRAINER_STATE)
 
     def evaluate_and_keep_best(self, step: int) -> None:
         """Score the model on dev at ``step``; save it to ``best/`` when it beats every earlier score."""
@@ -359,6 +436,7 @@ def train(method: Method, model: SentenceModel, corpus: TokenizedCorpus, run_dir
         "loss_last": state["losses"][-1] if state["losses"] else None,
         "loss_curve": _loss_curve(state["losses"]),
         "resumed_from": resumed_from,
+        "unreadable_checkpoints": checkpoint_recoveries(run_dir),
         "train_seconds_this_job": round(time.time() - started, 3),
         "sentences": n,
         "pinned_memory": pin_memory,

@@ -2,6 +2,7 @@
 # canonical JSON in params.spec, plus params.code = rule_code("cli:<command>"): the fingerprint of the
 # code the sentrepro command it runs imports (sentrepro.codedeps; check_rule_code below enforces it).
 import os
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -21,6 +22,7 @@ from sentrepro.core import (
     train_slice,
 )
 from sentrepro.evaluation.item_scores import pairs_path
+from sentrepro.integrity import refresh_stamp, stamp_path
 from sentrepro.evaluation.plan import (
     drawable_figures,
     enabled_suites,
@@ -73,6 +75,30 @@ def trains(method: str) -> bool:
 
 def manifest(source: str) -> str:
     return f"{RES}/data/{source}/MANIFEST.json"
+
+
+_STAMPS_REFRESHED = set()
+
+
+def content_stamp(manifest_path: str) -> str:
+    """The CONTENT.json stamp next to a data source's or a snapshot's MANIFEST.json (sentrepro.integrity), an
+    input of each job that reads those files. Brought up to date with the files once per workflow load
+    (a file whose bytes changed rewrites it), so the plan reruns what read the old bytes, and those jobs
+    fail naming the file until it is restored or fetched again."""
+    if manifest_path not in _STAMPS_REFRESHED:
+        _STAMPS_REFRESHED.add(manifest_path)
+        changed = refresh_stamp(manifest_path)
+        if changed:
+            print(f"sentrepro: {changed}; the jobs reading it are planned again", file=sys.stderr)
+    return str(stamp_path(manifest_path))
+
+
+def data_stamp(source: str) -> str:
+    return content_stamp(manifest(source))
+
+
+def model_stamp(backbone: str) -> str:
+    return content_stamp(model_manifest(backbone))
 
 
 def tokenizer_backbone(tokenizer: str) -> str:
@@ -247,6 +273,17 @@ def suite_model_manifest(suite):
         if SUITE_ENTRIES[suite].model == "start" or not trains(w.method):
             return [model_manifest(w.backbone)]
         return []
+
+    return inputs
+
+
+def suite_stamps(suite):
+    """The content stamps of what the suite's job reads: its data source's, and the snapshot's where it loads one."""
+
+    def inputs(w):
+        source = suite_source(config, suite)
+        stamps = [data_stamp(source)] if source else []
+        return stamps + [content_stamp(m) for m in suite_model_manifest(suite)(w)]
 
     return inputs
 

@@ -45,7 +45,8 @@ rule prepare_dataset:
     input:
         download_record_for,
     output:
-        f"{RES}/data/{{source}}/MANIFEST.json",
+        manifest=f"{RES}/data/{{source}}/MANIFEST.json",
+        stamp=f"{RES}/data/{{source}}/CONTENT.json",  # content stamp (sentrepro.integrity; content_stamp in common.smk)
     params:
         spec=lambda w: spec_json(source_slice(config, w.source)),
         code=rule_code("cli:prepare-dataset"),
@@ -58,12 +59,13 @@ rule prepare_dataset:
         f"{RES}/logs/prepare_dataset/{{source}}.log",
     shell:
         "sentrepro prepare-dataset --name {wildcards.source} --spec {params.spec:q} "
-        "--out-dir $(dirname {output}) --download-record={params.record:q} > {log:q} 2>&1"
+        "--out-dir $(dirname {output.manifest}) --download-record={params.record:q} > {log:q} 2>&1"
 
 
 rule check_dataset:
     input:
-        lambda w: manifest(w.source),
+        manifest=lambda w: manifest(w.source),
+        stamp=lambda w: data_stamp(w.source),
     output:
         f"{RES}/data/{{source}}/CHECKED.json",
     params:
@@ -76,13 +78,14 @@ rule check_dataset:
     log:
         f"{RES}/logs/check_dataset/{{source}}.log",
     shell:
-        "sentrepro check-dataset --name {wildcards.source} --spec {params.spec:q} --manifest {input:q} "
+        "sentrepro check-dataset --name {wildcards.source} --spec {params.spec:q} --manifest {input.manifest:q} "
         "--out {output:q} > {log:q} 2>&1"
 
 
 rule prepare_corpus:
     input:
-        lambda w: manifest(config["corpus"]["source"]),
+        manifest=lambda w: manifest(config["corpus"]["source"]),
+        stamp=lambda w: data_stamp(config["corpus"]["source"]),
     output:
         sentences=f"{RES}/corpus/{{corpus}}/sentences.txt",
         record=f"{RES}/corpus/{{corpus}}/sentences.txt.json",
@@ -96,4 +99,4 @@ rule prepare_corpus:
     log:
         f"{RES}/logs/prepare_corpus/{{corpus}}.log",
     shell:
-        "sentrepro prepare-corpus --spec {params.spec:q} --manifest {input:q} --out {output.sentences:q} > {log:q} 2>&1"
+        "sentrepro prepare-corpus --spec {params.spec:q} --manifest {input.manifest:q} --out {output.sentences:q} > {log:q} 2>&1"

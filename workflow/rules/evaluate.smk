@@ -14,6 +14,7 @@ for _suite, _entry in SUITE_ENTRIES.items():
             data=suite_data(_suite),
             checked=suite_checked(_suite),
             model=suite_model_manifest(_suite),
+            stamps=suite_stamps(_suite),
         output:
             metrics=f"{EXP}/metrics/{{backbone}}/{{method}}/{{run}}/{_suite}.json",
             # every scored pair's cosine and gold score (sentrepro.evaluation.item_scores), for the verdicts

@@ -9,7 +9,9 @@
 
 rule fetch_model:
     output:
-        f"{RES}/models/{{backbone}}/{{snapshot}}/MANIFEST.json",
+        manifest=f"{RES}/models/{{backbone}}/{{snapshot}}/MANIFEST.json",
+        # the content stamp the jobs reading the snapshot take as input (sentrepro.integrity; content_stamp)
+        stamp=f"{RES}/models/{{backbone}}/{{snapshot}}/CONTENT.json",
     wildcard_constraints:
         snapshot=r"[A-Za-z0-9_.-]+",
     params:
@@ -24,5 +26,5 @@ rule fetch_model:
     log:
         f"{RES}/logs/fetch_model/{{backbone}}/{{snapshot}}.log",
     shell:
-        "sentrepro fetch-model --name {wildcards.backbone} --spec {params.spec:q} --out-dir $(dirname {output}) "
+        "sentrepro fetch-model --name {wildcards.backbone} --spec {params.spec:q} --out-dir $(dirname {output.manifest}) "
         "--mirror={resources.models_mirror:q} > {log:q} 2>&1"

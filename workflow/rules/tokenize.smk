@@ -5,6 +5,7 @@ rule tokenize:
     input:
         corpus=f"{RES}/corpus/{{corpus}}/sentences.txt",
         model=lambda w: model_manifest(tokenizer_backbone(w.tokenizer)),
+        model_stamp=lambda w: model_stamp(tokenizer_backbone(w.tokenizer)),
     output:
         f"{RES}/tokenized/{{tokenizer}}/{{corpus}}/tokenized.json",
     params:

@@ -7,6 +7,8 @@ rule train:
         tokenized=lambda w: training_tokenized_record(w.backbone, w.method),
         dev=lambda w: manifest(config["training"]["dev_source"]),
         model=lambda w: model_manifest(w.backbone),
+        dev_stamp=lambda w: data_stamp(config["training"]["dev_source"]),
+        model_stamp=lambda w: model_stamp(w.backbone),
     output:
         f"{EXP}/runs/{{backbone}}/{{method}}/{{run}}/train.json",
     params:

@@ -12,6 +12,7 @@ rule build_views:
     input:
         corpus=f"{RES}/corpus/{{corpus}}/sentences.txt",
         wordnet=lambda w: manifest(views_spec()["wordnet_source"]),
+        wordnet_stamp=lambda w: data_stamp(views_spec()["wordnet_source"]),
     output:
         sentences=f"{RES}/corpus/{{corpus}}{VIEWS_SUFFIX}/sentences.txt",
         record=f"{RES}/corpus/{{corpus}}{VIEWS_SUFFIX}/sentences.txt.json",

@@ -48,6 +48,7 @@ from sentrepro.data.transfer import (
 )
 from sentrepro.data.wos import WOS_LABEL_FILES, WOS_TEXT_FILE, WOS_VERSIONS, read_wos, wos_version_dir
 from sentrepro.fsutil import read_json
+from sentrepro.integrity import verify_dataset
 from sentrepro.provenance import Provenance
 
 CHECKED = "CHECKED.json"
@@ -218,6 +219,7 @@ def check_source(name: str, spec: dict, manifest_path: Path) -> dict:
     layout = LAYOUTS[check["layout"]]
     synthetic = bool(spec.get("synthetic", False))
     manifest_path = Path(manifest_path)
+    verify_dataset(manifest_path)  # every file against its MANIFEST before any is parsed
     manifest = read_json(manifest_path)
     prov = Provenance(step="check_dataset", config={"name": name, "check": check, "synthetic": synthetic})
     prov.add_input(manifest_path, "dataset manifest")

@@ -6,7 +6,12 @@ docs/users-and-style.md, "Broken data-download links"). Here every download
 
 * streams into a hidden partial file next to the destination (``.<name>.part``), so a killed or
   cut-off transfer never leaves a file with the final name;
-* resumes that partial with an HTTP ``Range`` request on the next attempt or the next call;
+* resumes that partial with an HTTP ``Range`` request on the next attempt or the next call, but only
+  with a validator: ``If-Range`` with the ETag (or Last-Modified) of the response it started from, or a
+  pinned sha256; without either it starts again, since the remote file may have changed in between;
+* holds an exclusive file lock (``.<name>.lock`` next to the destination) for the whole fetch, so the
+  same file fetched at once from several checkouts sharing ``resources/`` is downloaded once and the
+  others find the verified copy;
 * retries transient failures (connection errors, timeouts, HTTP 429 and 5xx, responses shorter
   than their ``Content-Length``) with exponential backoff;
 * checks the finished bytes against a pinned sha256 when one is given, or records the hash it
@@ -14,7 +19,8 @@ docs/users-and-style.md, "Broken data-download links"). Here every download
 * appears under its final name only after verification, by an atomic rename.
 
 The partial file has a fixed name rather than a random temporary one (as ``fsutil.atomic_path``
-would give) because a later call must find it again to resume it.
+would give) because a later call must find it again to resume it; the lock keeps two fetches from
+writing it at once.
 
 Progress goes to a tqdm bar on an interactive terminal and otherwise to log lines (at most one
 every ``PROGRESS_LOG_INTERVAL_S`` seconds, plus a summary line), so a workflow log shows how far a
@@ -25,6 +31,8 @@ reads them from the environment (``SENTREPRO_DOWNLOAD_RETRIES``, ``SENTREPRO_DOW
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import logging
 import os
 import shutil
@@ -124,6 +132,74 @@ def partial_path(dest: Path) -> Path:
     return dest.with_name(f".{dest.name}.part")
 
 
+def validator_path(dest: Path) -> Path:
+    """Where the response validator of the partial's download is kept (next to the partial)."""
+    return dest.with_name(f".{dest.name}.part.validator")
+
+
+def lock_file(dest: Path) -> Path:
+    """The lock file that serialises fetches of ``dest`` (several checkouts sharing one resources/)."""
+    return dest.with_name(f".{dest.name}.lock")
+
+
+def response_validator(headers) -> str | None:
+    """The ``If-Range`` value for a response: its strong ETag, else its Last-Modified date (weak ETags may
+    not be used with If-Range, RFC 9110 13.1.5)."""
+    etag = headers.get("ETag")
+    if etag and not etag.startswith("W/"):
+        return etag
+    return headers.get("Last-Modified")
+
+
+def write_validator(dest: Path, response: requests.Response) -> None:
+    value = response_validator(response.headers)
+    path = validator_path(dest)
+    if value:
+        path.write_text(value, encoding="utf-8")
+    else:
+        path.unlink(missing_ok=True)
+
+
+def read_validator(dest: Path) -> str | None:
+    path = validator_path(dest)
+    return path.read_text(encoding="utf-8").strip() or None if path.is_file() else None
+
+
+@contextlib.contextmanager
+def locked(target: Path, what: str = "fetch"):
+    """Hold an exclusive ``fcntl.flock`` on ``.<target>.lock`` next to ``target`` for the block: concurrent
+    fetches of one file (or one model snapshot) from several checkouts run one after the other, and the
+    later one finds the earlier one's verified copy.
+
+    The holder removes the lock file before releasing it, so none is left behind; a waiter that then gets
+    the lock on the removed file sees that the path no longer names the file it locked and starts over
+    (the usual lock-file protocol: two processes can never both hold a lock on the current file).
+    """
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    path = lock_file(target)
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            LOG.info("waiting for another %s of %s (lock %s)", what, target, path)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            current = os.stat(path).st_ino
+        except FileNotFoundError:
+            current = None
+        if current == os.fstat(fd).st_ino:
+            break
+        os.close(fd)  # the holder removed it while we waited: lock the file now at that path
+    try:
+        yield
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        os.close(fd)
+
+
 def backoff_delay(backoff_s: float, attempt: int) -> float:
     """Seconds to wait after failed attempt number ``attempt`` (0-based): ``backoff_s * 2**attempt``."""
     return backoff_s * (2**attempt)
@@ -159,8 +235,13 @@ def fetch(
     """
     dest = Path(dest)
     expected = _normalise_sha256(sha256, url, dest)
-    verification = VERIFIED_BY_PIN if expected else TRUST_ON_FIRST_USE
+    with locked(dest, "download"):
+        return _fetch_locked(url, dest, expected, retries, backoff_s, timeout_s, progress)
 
+
+def _fetch_locked(url: str, dest: Path, expected: str | None, retries: int, backoff_s: float, timeout_s: float,
+                  progress: bool) -> FetchResult:
+    verification = VERIFIED_BY_PIN if expected else TRUST_ON_FIRST_USE
     existing = _reuse_existing(url, dest, expected)
     if existing is not None:
         LOG.info("%s is already here (sha256 %s, %s); not fetched again", dest, existing.sha256,
@@ -181,6 +262,7 @@ def fetch(
 
     actual = _verify_partial(url, dest, expected)
     os.replace(partial_path(dest), dest)
+    validator_path(dest).unlink(missing_ok=True)
     if verification == TRUST_ON_FIRST_USE:
         LOG.warning("no sha256 pinned for %s; trust on first use, recorded sha256 %s for %s", url, actual, dest)
     else:
@@ -252,15 +334,17 @@ def _download_http_verified(
     mismatch is reported.
     """
     part = partial_path(dest)
-    resumed = _download_http(url, dest, retries, backoff_s, timeout_s, progress)
+    pinned = expected is not None
+    resumed = _download_http(url, dest, retries, backoff_s, timeout_s, progress, pinned)
     if resumed and expected is not None and sha256_file(part) != expected:
         LOG.warning("resumed download of %s does not match its pin; restarting from zero", url)
         part.unlink()
-        resumed = _download_http(url, dest, retries, backoff_s, timeout_s, progress)
+        resumed = _download_http(url, dest, retries, backoff_s, timeout_s, progress, pinned)
     return resumed
 
 
-def _download_http(url: str, dest: Path, retries: int, backoff_s: float, timeout_s: float, progress: bool) -> bool:
+def _download_http(url: str, dest: Path, retries: int, backoff_s: float, timeout_s: float, progress: bool,
+                   pinned: bool = False) -> bool:
     """Run attempts until the partial holds the whole response or retries are exhausted."""
     resumed = False
     with requests.Session() as session:
@@ -270,7 +354,7 @@ def _download_http(url: str, dest: Path, retries: int, backoff_s: float, timeout
         attempt = 0
         while True:
             try:
-                resumed = _http_attempt(session, url, dest, timeout_s, progress) or resumed
+                resumed = _http_attempt(session, url, dest, timeout_s, progress, pinned) or resumed
                 return resumed
             except (_TransientFailure, *_TRANSIENT_ERRORS) as exc:
                 if attempt >= retries:
@@ -286,17 +370,33 @@ def _download_http(url: str, dest: Path, retries: int, backoff_s: float, timeout
                 attempt += 1
 
 
-def _http_attempt(session: requests.Session, url: str, dest: Path, timeout_s: float, progress: bool) -> bool:
+def _http_attempt(session: requests.Session, url: str, dest: Path, timeout_s: float, progress: bool,
+                  pinned: bool = False) -> bool:
     """One GET, resuming from the partial file if there is one. Returns True if it appended.
+
+    A partial is resumed only when something can tell a changed remote file: the response validator
+    recorded when it started (a strong ETag, else Last-Modified), sent as ``If-Range``, or a pinned
+    sha256 (checked at the end; a mismatch restarts from zero). Otherwise it is discarded and the file
+    fetched whole, so a trust-on-first-use hash is never recorded for two versions stitched together.
 
     Raises ``_TransientFailure`` (or a network error) when another attempt may succeed and
     ``DownloadError`` when it cannot.
     """
     part = partial_path(dest)
     offset = part.stat().st_size if part.exists() else 0
+    validator = read_validator(dest) if offset else None
+    if offset and validator is None and not pinned:
+        LOG.warning("%s: %d bytes of an earlier attempt, but no pin and no validator (ETag/Last-Modified) to "
+                    "tell whether %s has changed since; restarting from zero", part, offset, url)
+        part.unlink()
+        offset = 0
     headers = {"Range": f"bytes={offset}-"} if offset else {}
+    if offset and validator:
+        headers["If-Range"] = validator  # the server sends the whole (new) file instead if it changed
     with session.get(url, headers=headers, stream=True, timeout=timeout_s) as response:
         status = response.status_code
+        if status == 200 or not offset:
+            write_validator(dest, response)
         if status == 416 and offset:
             if _partial_already_complete(response, offset):
                 return True

@@ -34,6 +34,7 @@ from sentrepro.data.download import (
 from sentrepro.data.extract import build_manifest, extract_archive, stage_directory
 from sentrepro.data.sources import default_filename, fixture_generator, join_url, local_path, resolve_url
 from sentrepro.fsutil import atomic_dir, atomic_path, atomic_write_json, atomic_write_text, read_json, sha256_file
+from sentrepro.integrity import verify_dataset, write_stamp
 from sentrepro.provenance import Provenance
 
 LOG = logging.getLogger(__name__)
@@ -213,6 +214,7 @@ def prepare(name: str, spec: dict, out_dir: Path, download_record: Path | None) 
         manifest["staged_from"] = str(source_dir)
         manifest["pins_checked"] = pins_checked
     atomic_write_json(out_dir / MANIFEST, manifest)
+    write_stamp(out_dir / MANIFEST)  # what the plan compares the files with (sentrepro.integrity)
     LOG.info("%s: %d files prepared in %s", name, len(files), files_dir)
     return manifest
 
@@ -256,11 +258,12 @@ def _unwrap_single_directory(files_dir: Path) -> str | None:
 
 
 def dataset_file(manifest_path: Path, relative: str) -> Path:
-    """Path of a file inside a prepared source, checked against its manifest."""
+    """Path of a file (or folder) inside a prepared source, its bytes checked against the manifest's sha256."""
     manifest = read_json(manifest_path)
     path = Path(manifest_path).parent / FILES / relative
     if relative not in manifest["files"] and not path.is_dir():
         raise FileNotFoundError(f"{relative} is not part of prepared source '{manifest['name']}' ({manifest_path})")
+    verify_dataset(Path(manifest_path), relative)
     return path
 
 

@@ -27,7 +27,8 @@ from sentrepro.backbones import configure_threads, load_encoder, load_tokenizer
 from sentrepro.data.prepare import FILES
 from sentrepro.encoding import encode_sentences
 from sentrepro.evaluation.subsets import SubsetLog
-from sentrepro.fsutil import atomic_write_json
+from sentrepro.fsutil import atomic_write_json, nonfinite_keys
+from sentrepro.integrity import verify_dataset
 from sentrepro.methods import build_method
 from sentrepro.methods.base import Method, SentenceModel
 from sentrepro.models import initial_model
@@ -155,9 +156,30 @@ def open_job(suite: str, spec: dict, run_dir: Path | None, model_manifest: Path 
     return SuiteJob(suite, spec, method, model, device, precision, prov)
 
 
+class NonFiniteResult(ValueError):
+    """A suite produced a NaN or infinite score; the metrics file is not written."""
+
+
+def nonfinite_cause(model: torch.nn.Module) -> str:
+    """Why a score came out non-finite, as far as the model tells: its first non-finite parameter, if any."""
+    for name, param in model.named_parameters():
+        if not torch.isfinite(param.detach()).all():
+            return f"the model's parameter '{name}' holds NaN or inf (a corrupt or diverged checkpoint)"
+    return ("the model's parameters are finite; the embeddings or the gold scores gave an undefined correlation "
+            "(e.g. constant embeddings or constant gold scores)")
+
+
 def write_metrics(job: SuiteJob, out: Path, results: dict, *, aggregation: str, subset: SubsetLog | None = None,
                   extra: dict | None = None) -> dict:
-    """Write the suite's metrics file (atomically) and return its payload."""
+    """Write the suite's metrics file (atomically) and return its payload.
+
+    A NaN or infinite result fails the job (:class:`NonFiniteResult`, naming the suite, the result key and
+    the likely cause) before anything is written, so the previous metrics file, if any, stays in place.
+    """
+    bad = nonfinite_keys({"results": results, **(extra or {})})
+    if bad:
+        raise NonFiniteResult(f"evaluate {job.suite}: non-finite score at {', '.join(bad[:5])}; cause: "
+                              f"{nonfinite_cause(job.model)}; {out} not written (left as it was)")
     payload = {
         "suite": job.suite,
         "results": results,
@@ -198,5 +220,6 @@ def run_suite(suite: str, spec: dict, run_dir: Path | None, data: Path, out: Pat
         if record.exists():
             job.prov.add_input(record, "corpus record")
     else:
+        verify_dataset(Path(data))  # every file of the source, against its MANIFEST, before any is read
         job.prov.add_input(data, "dataset manifest")
     return score(job, Path(data), Path(out))

@@ -15,6 +15,9 @@ before it is verified. On top of that, per snapshot:
   network access (the rule reruns when its code changes, or when MANIFEST.json was deleted).
 * Files are fetched into ``.<snapshot>.incoming/`` (kept after a network failure, so the next call
   resumes) and the directory is renamed into place only when every file verified.
+* The whole fetch holds a file lock (``.<snapshot>.lock`` next to the snapshot): the same backbone
+  fetched at once from several checkouts sharing ``resources/`` is fetched by one of them, and the
+  others reuse its verified snapshot through the lock record.
 
 ``MANIFEST.json`` records repo id, commit, origin, every file's path, role, size and sha256, and
 provenance whose inputs are the snapshot files (so ``sentrepro audit`` verifies them like downloads).
@@ -34,9 +37,11 @@ from sentrepro.data.download import (
     DownloadError,
     FetchSettings,
     fetch,
+    locked,
 )
 from sentrepro.data.sources import local_path, resolve_url
 from sentrepro.fsutil import atomic_write_json, read_json, sha256_file
+from sentrepro.integrity import write_stamp
 from sentrepro.pretrained.files import select_files
 from sentrepro.pretrained.listing import (
     Listing,
@@ -77,6 +82,12 @@ def fetch_model(backbone: str, spec: dict, snapshot_dir: Path, *, mirror: str | 
     if snapshot_dir.name != expected_name:
         raise ValueError(f"backbone '{backbone}': its snapshot directory is '{expected_name}', not "
                          f"'{snapshot_dir.name}' ({snapshot_dir})")
+    with locked(snapshot_dir, "fetch of this model snapshot"):  # several checkouts may share resources/
+        return _fetch_model_locked(backbone, spec, snapshot_dir, mirror, settings, progress)
+
+
+def _fetch_model_locked(backbone: str, spec: dict, snapshot_dir: Path, mirror, settings: FetchSettings,
+                        progress: bool) -> dict:
     prov = Provenance(step="fetch_model", config={"backbone": backbone, **spec})
     lock = _read_lock(snapshot_dir, spec)
     if lock is not None and _snapshot_matches(snapshot_dir, lock):
@@ -111,6 +122,7 @@ def fetch_model(backbone: str, spec: dict, snapshot_dir: Path, *, mirror: str | 
         "provenance": prov.finish(),
     }
     atomic_write_json(snapshot_dir / MANIFEST, manifest)
+    write_stamp(snapshot_dir / MANIFEST)  # what the plan compares the files with (sentrepro.integrity)
     return manifest
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sentrepro.fsutil import read_json
+from sentrepro.integrity import IntegrityError, verify_files
 from sentrepro.pretrained.files import WEIGHTS
 from sentrepro.pretrained.names import HUB, MANIFEST, model_kind
 
@@ -35,7 +36,8 @@ class Snapshot:
 
 
 def open_snapshot(manifest: str | Path) -> Snapshot:
-    """The snapshot a MANIFEST.json describes, with every listed file present at its recorded size."""
+    """The snapshot a MANIFEST.json describes, every listed file present with its recorded size and sha256
+    (:func:`sentrepro.integrity.verify_files`: hashed once per process)."""
     manifest = Path(manifest)
     payload = read_json(manifest)
     if payload.get("kind") != SNAPSHOT_KIND:
@@ -45,6 +47,10 @@ def open_snapshot(manifest: str | Path) -> Snapshot:
         path = directory / entry["path"]
         if not path.is_file() or path.stat().st_size != entry["bytes"]:
             raise SnapshotError(f"{path} (listed in {manifest}) is missing or has changed size; rerun fetch_model")
+    try:
+        verify_files(directory, {entry["path"]: entry["sha256"] for entry in payload["files"]}, manifest)
+    except IntegrityError as exc:
+        raise SnapshotError(str(exc)) from exc
     return Snapshot(manifest, directory, payload["files"])
 
 

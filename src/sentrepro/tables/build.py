@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sentrepro.codedeps import stale_description
-from sentrepro.fsutil import read_json, sha256_file
+from sentrepro.fsutil import nonfinite_keys, read_json, sha256_file
 from sentrepro.tables.aggregate import SeedSummary, lowest_seeds, summarize
 from sentrepro.tables.reported import ReportedValue, load_reported, reported_value, resolve_row
 from sentrepro.tables.plan import stands_in_for
@@ -223,9 +223,15 @@ def index_metrics(metrics_files: list[Path]) -> dict[tuple[str, str, str], RunMe
     index: dict[tuple[str, str, str], RunMetrics] = {}
     for path in metrics_files:
         path = Path(path)
-        payload = read_json(path)
-        if "suite" not in payload or not isinstance(payload.get("results"), dict):
+        try:
+            payload = read_json(path)
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise MetricsError(f"{path}: cannot read this metrics file ({exc})") from exc
+        if not isinstance(payload, dict) or "suite" not in payload or not isinstance(payload.get("results"), dict):
             raise MetricsError(f"{path}: a metrics file needs 'suite' and a 'results' mapping")
+        bad = nonfinite_keys(payload["results"], "results")
+        if bad:  # a NaN or inf never reaches a table (jobs refuse to write one; this catches a hand-made file)
+            raise MetricsError(f"{path}: non-finite value at {', '.join(bad[:5])}; rerun its evaluation")
         run = _run_of(payload, path)
         entry = index.setdefault((run["backbone"], run["method"], payload["suite"]), RunMetrics())
         if run["seed"] in entry.results:

@@ -1,0 +1,126 @@
+"""Issue 25's faults on copies of one finished tiny workflow run: a flipped weight byte, a NaN score, a
+hand-edited metrics file, a truncated checkpoint. (Downloads, concurrent fetches, a full disk and the CLI's
+messages are tested in focused setups in tests/test_reliability.py.)"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.workflow_helpers import planned_jobs, snakemake, tiny_overlay, write_overlay
+
+pytestmark = pytest.mark.slow
+
+SIMCSE = Path("results/wftest/runs/tiny-bert/simcse/seed1")
+SIMCSE_STS = Path("results/wftest/metrics/tiny-bert/simcse/seed1/sts.json")
+TABLE = Path("results/wftest/tables/sts_main.csv")
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory, shared_data, tiny_models):
+    workdir = tmp_path_factory.mktemp("wfrel")
+    write_overlay(workdir, tiny_overlay(shared_data, tiny_models))
+    snakemake(workdir)
+    return workdir
+
+
+@pytest.fixture
+def copy(finished_run, tmp_path):
+    workdir = tmp_path / "copy"
+    shutil.copytree(finished_run, workdir, symlinks=True)
+    assert planned_jobs(snakemake(workdir, "-n")) == {}  # a copy (new inodes, same bytes) plans nothing
+    return workdir
+
+
+def _logs_mentioning(workdir: Path, needle: str) -> list[Path]:
+    return [p for p in workdir.rglob("*.log") if needle in p.read_text(errors="replace")]
+
+
+def test_a_flipped_weight_byte_reruns_its_jobs_which_fail_naming_the_file(copy):
+    weights = next((copy / "resources" / "models" / "tiny-bert").glob("*/model.safetensors"))
+    data = bytearray(weights.read_bytes())
+    data[len(data) // 2] ^= 1  # same size
+    weights.write_bytes(bytes(data))
+    dry = snakemake(copy, "-n")
+    jobs = planned_jobs(dry)
+    assert jobs.get("tokenize") == 1 and jobs.get("train") == 1 and jobs.get("evaluate_sts", 0) >= 2, jobs
+    assert "model.safetensors" in dry.stderr and "content changed" in dry.stderr
+    run = snakemake(copy, check=False)
+    assert run.returncode != 0
+    assert _logs_mentioning(copy, f"{weights.relative_to(copy)} does not match") or \
+        _logs_mentioning(copy, f"{weights} does not match")
+
+
+def test_a_nan_score_fails_its_job_and_leaves_the_old_metrics(copy):
+    """The job (its exact command, from the plan) fails naming task and cause and leaves the old metrics file;
+    through Snakemake, which removes a job's outputs before running it, the failed job leaves no metrics file
+    and the table is not rebuilt: no NaN reaches it."""
+    from safetensors.torch import load_file, save_file
+
+    weights = copy / SIMCSE / "best" / "model.safetensors"
+    tensors = load_file(weights)
+    name = next(k for k in tensors if k.endswith("embeddings.word_embeddings.weight"))
+    tensors[name][:] = float("nan")
+    save_file(tensors, weights, metadata={"format": "pt"})
+    before = (copy / SIMCSE_STS).read_bytes()
+    plan = snakemake(copy, "-n", "-p", "-f", str(SIMCSE_STS))
+    (command,) = [line.strip().removeprefix("Shell command:").strip() for line in (plan.stdout + plan.stderr).splitlines()
+                  if "sentrepro evaluate sts" in line and str(SIMCSE_STS) in line]
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    job = subprocess.run(["bash", "-c", command], cwd=copy, env=env, capture_output=True, text=True, timeout=600)
+    assert job.returncode == 1, (command, job.stdout, job.stderr)
+    assert (copy / SIMCSE_STS).read_bytes() == before
+    (log,) = _logs_mentioning(copy, "non-finite score")
+    text = log.read_text()
+    assert "evaluate sts" in text and "word_embeddings.weight" in text and "left as it was" in text
+    table = (copy / TABLE).read_text()
+    assert snakemake(copy, "-f", str(SIMCSE_STS), check=False).returncode != 0
+    assert (copy / TABLE).read_text() == table
+    with open(copy / TABLE, newline="") as handle:
+        assert not [r for r in csv.DictReader(handle) if r["value"].lower() in ("nan", "inf", "-inf")]
+
+
+def _audit(workdir: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([str(Path(sys.executable).with_name("sentrepro")), "audit", str(TABLE), "BERT-base SimCSE",
+                           "STS-B"], cwd=workdir, capture_output=True, text=True, timeout=300)
+
+
+def test_an_edited_metrics_value_is_named_by_the_audit_even_after_the_table_is_rebuilt(copy):
+    assert _audit(copy).returncode == 0
+    path = copy / SIMCSE_STS
+    payload = json.loads(path.read_text())
+    payload["results"]["STSBenchmark"]["reported"] = 99.0
+    path.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
+    stale = _audit(copy)  # the table still records the old hash
+    assert stale.returncode == 1 and str(SIMCSE_STS) in stale.stdout
+    snakemake(copy)  # the table is rebuilt from the edited file: its cell now records the edited hash
+    assert "99.00" in (copy / TABLE.with_suffix(".md")).read_text() or "99.0" in (copy / TABLE).read_text()
+    audit = _audit(copy)
+    assert audit.returncode == 1, audit.stdout
+    assert "EDITED AFTER ITS JOB" in audit.stdout and f"{SIMCSE_STS} (edited after its job" in audit.stdout
+
+
+def test_a_truncated_last_checkpoint_is_moved_aside_and_training_starts_again_recorded(copy):
+    state = copy / SIMCSE / "last" / "trainer_state.pt"
+    data = state.read_bytes()
+    state.write_bytes(data[: len(data) // 3])
+    before = json.loads((copy / SIMCSE / "train.json").read_text())
+    (copy / SIMCSE / "train.json").unlink()  # as after a job killed before its summary
+    snakemake(copy, str(SIMCSE / "train.json"))  # asked for: a missing intermediate alone reruns nothing
+    summary = json.loads((copy / SIMCSE / "train.json").read_text())
+    (recovery,) = summary["unreadable_checkpoints"]
+    assert recovery["checkpoint"].endswith("last/trainer_state.pt") and recovery["action"] == "restarted from step 0"
+    assert (copy / SIMCSE / "unreadable" / "last-1" / "trainer_state.pt").read_bytes() == data[: len(data) // 3]
+    assert summary["resumed_from"] is None
+    # a restart from step 0 on CPU reaches the same model as the first run
+    assert summary["best_stsb_dev_spearman"] == before["best_stsb_dev_spearman"]
+    log = copy / "results/wftest/logs/train/tiny-bert/simcse/seed1.log"
+    assert "cannot be read" in log.read_text() and "moved aside" in log.read_text()
+    assert os.path.exists(copy / SIMCSE / "last" / "trainer_state.pt")
