@@ -131,3 +131,16 @@ def test_settings_from_params_take_training_values_and_one_default_per_method_pa
     settings = TrainSettings.from_params(given, training, "cpu", "fp32")
     assert {k: getattr(settings, k) for k in given} == given
     assert set(METHOD_PARAMS) <= set(registry.parameter_group("trainer")) and set(METHOD_PARAMS) <= set(defaults)
+
+
+def test_a_checkpoint_of_other_code_is_not_this_jobs_progress():
+    """The key a ``last/`` checkpoint is resumed under holds the job's code fingerprint as well as its settings:
+    Snakemake reruns a training job when its method's code changes, and the job must then train afresh."""
+    from sentrepro.runner import checkpoint_key
+
+    spec = {"seed": 1, "method": {"kind": "simcse"}}
+    key = checkpoint_key(spec, {"fingerprint": "aaaa", "modules": {"x.py": "1"}})
+    assert key == checkpoint_key(dict(reversed(spec.items())), {"fingerprint": "aaaa", "modules": {}})
+    assert key != checkpoint_key(spec, {"fingerprint": "bbbb", "modules": {"x.py": "1"}})
+    assert key != checkpoint_key({**spec, "seed": 2}, {"fingerprint": "aaaa"})
+    assert key != checkpoint_key(spec, None)  # called directly (no CLI entry running): settings only
