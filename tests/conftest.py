@@ -3,9 +3,27 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
+
+from tests.workflow_helpers import fixed_thread_env
+
+# Fixed thread counts for every test process and the jobs it starts (set before anything imports torch, which
+# reads them once): a float a test compares must not depend on how many cores the machine has or how loaded it is.
+os.environ.update(fixed_thread_env())
+# The code-fingerprint cache of this test session (codedeps; keyed by content, so sharing would be safe, but a
+# test run should neither depend on nor fill the user's ~/.cache).
+os.environ.setdefault("SENTREPRO_FP_CACHE", tempfile.mkdtemp(prefix="sentrepro-fp-cache-"))
+
+
+def pytest_sessionstart(session):
+    """torch imported before this file (by a plugin) would have read its threads already: set them again."""
+    import sys
+
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("SENTREPRO_SHARED_DATA", REPO.parent / "shared" / "data")).resolve()

@@ -162,3 +162,16 @@ def test_weight_decay_groups_exempt_biases_and_layernorm_weights_as_the_referenc
         if p.requires_grad:
             expected = before[id(p)] if id(p) in exempt else before[id(p)] * (1 - 1e-2 * 0.01)
             torch.testing.assert_close(p.detach(), expected, rtol=0, atol=1e-7)
+
+
+def test_a_checkpoint_of_other_code_is_not_this_jobs_progress():
+    """The key a ``last/`` checkpoint is resumed under holds the job's code fingerprint as well as its settings:
+    Snakemake reruns a training job when its method's code changes, and the job must then train afresh."""
+    from sentrepro.runner import checkpoint_key
+
+    spec = {"seed": 1, "method": {"kind": "simcse"}}
+    key = checkpoint_key(spec, {"fingerprint": "aaaa", "modules": {"x.py": "1"}})
+    assert key == checkpoint_key(dict(reversed(spec.items())), {"fingerprint": "aaaa", "modules": {}})
+    assert key != checkpoint_key(spec, {"fingerprint": "bbbb", "modules": {"x.py": "1"}})
+    assert key != checkpoint_key({**spec, "seed": 2}, {"fingerprint": "aaaa"})
+    assert key != checkpoint_key(spec, None)  # called directly (no CLI entry running): settings only

@@ -444,3 +444,26 @@ def test_built_tables_compare_like_with_like(finished_run):
     assert checked_avg > 0  # the tiny run has rows with STS-B only
     sts_main = (tables / "sts_main.md").read_text()
     assert "Avg. is left empty in rows" in sts_main and "STS12" in sts_main
+
+
+def test_a_method_code_edit_retrains_instead_of_resuming_the_old_checkpoint(finished_run, tmp_path):
+    """Snakemake reruns a training job when its method's code changes. The job must then train with the new
+    code, not restore the finished state the old code left in ``last/`` (the resume key holds the code
+    fingerprint: ``runner.checkpoint_key``)."""
+    workdir = tmp_path / "copy"
+    shutil.copytree(finished_run, workdir, symlinks=True)
+    repo = copy_checkout(tmp_path / "checkout")
+    simcse = repo / "src" / "sentrepro" / "methods" / "simcse.py"
+    text = simcse.read_text(encoding="utf-8")
+    assert "cls = pool_cls(out.last_hidden_state)" in text
+    simcse.write_text(text.replace("cls = pool_cls(out.last_hidden_state)", "cls = out.last_hidden_state.mean(1)"),
+                      encoding="utf-8")  # evaluation embedding: mean pooling instead of [CLS]
+    target = "results/wftest/runs/tiny-bert/simcse/seed1/train.json"
+    before = json.loads((workdir / target).read_text())
+    snakemake(workdir, target, repo=repo)
+    after = json.loads((workdir / target).read_text())
+    log = (workdir / "results" / "wftest" / "logs" / "train" / "tiny-bert" / "simcse" / "seed1.log").read_text()
+    assert "starting afresh" in log
+    assert after["provenance"]["code_fingerprint"] != before["provenance"]["code_fingerprint"]
+    # the dev scores are those of the new embedding, from step 0 on
+    assert after["history"][0]["stsb_dev_spearman"] != before["history"][0]["stsb_dev_spearman"]

@@ -15,21 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.workflow_helpers import snakemake, tiny_overlay, write_overlay
+from sentrepro.methods.base import METHOD_META
+from tests.method_runs import BACKBONES, RUNS, methods_overlay, read_run, run_dir, targets
+from tests.workflow_helpers import snakemake, write_overlay
 
 pytestmark = pytest.mark.slow
 
-EXP = "wfmethods"
-TRAINED = ["simcse", "promptbert", "optiprompt", "esimcse", "conpvp", "mocoutrl"]
-BACKBONES = {"tiny-bert": "bert", "tiny-roberta": "roberta", "tiny-deberta": "deberta"}
-# OptiPrompt is BERT-only (PromptBERT's run.sh has no RoBERTa OptiPrompt template)
-RUNS = [(b, m) for m in TRAINED for b in ("tiny-bert", "tiny-roberta") if (b, m) != ("tiny-roberta", "optiprompt")]
-RUNS += [("tiny-deberta", "mocoutrl")]
-SMALL = {"max_steps": 3, "eval_steps": 3, "batch_size": 8, "lr": 1e-4}
-# Seeded CPU runs are deterministic: (STS-B dev before training (step 0), dev after 3 steps, STS-B test of
-# best/), Spearman x100, as three separate test sessions measured them to the last digit. Three steps at lr
-# 1e-4 move a tiny random model only a little (dev rises for some runs, falls for others), so the values are
-# pinned rather than ordered.
+# (STS-B dev before training (step 0), dev of the selected step, STS-B test of best/), Spearman x100, of each
+# seeded CPU run as measured here (1 thread). Three steps at lr 1e-4 move a tiny random model only a little
+# (dev rises for some runs, falls for others), so the values are pinned rather than ordered.
 EXPECTED = {
     ("tiny-bert", "conpvp"): (3.5703, 3.7575, -4.4769),
     ("tiny-bert", "esimcse"): (42.2115, 42.4556, 32.0994),
@@ -44,49 +38,46 @@ EXPECTED = {
     ("tiny-roberta", "promptbert"): (2.1581, 2.1632, 1.2132),
     ("tiny-roberta", "simcse"): (47.0083, 46.8068, 42.4154),
 }
-TOLERANCE = 1e-3  # Spearman x100: float-summation order only; any change of method, data or model moves more
+# A tiny random encoder gives many near-tied cosines (all within about 1e-5 of 1), so these rank statistics move
+# when only the order of the floating-point arithmetic changes: on another machine the step-0 dev score of
+# tiny-bert SimCSE came out 42.1199 (0.09 below). benchmarks/float_spread.py trains every run from scratch under
+# 1 and 2 threads and other CPU kernels (AVX2, baseline x86-64, MKL's compatible path); the largest spreads it
+# measured, and the smallest change a broken method made, are in BENCHMARKS.md ("Float spread of the tiny
+# methods runs"). The tolerance sits about three times above the largest spread.
+TOLERANCE = 1.5  # Spearman x100
 
 
 @pytest.fixture(scope="module")
 def methods_run(tmp_path_factory, shared_data, tiny_models):
-    overlay = tiny_overlay(shared_data, tiny_models, experiment=EXP, sentences=400)
-    overlay["backbones"] = {
-        name: {"model": str(tiny_models[family]), "tokenizer": name, "family": family, "stands_in_for": "bert-base"}
-        for name, family in BACKBONES.items()}
-    overlay["methods"] = {m: {"params": dict(SMALL), "per_backbone": {b: dict(SMALL) for b in BACKBONES}}
-                          for m in TRAINED}
-    overlay["methods"]["esimcse"]["params"]["neg_size"] = 8
-    overlay["methods"]["optiprompt"]["params"]["mlp"] = "linear-tanh"  # tiny models have no MLM head to copy
-    overlay["methods"]["mocoutrl"]["params"].update(checkpoint_every=3, max_seq_length=64)  # tiny: 160 positions
-    overlay["matrix"] = [{"backbones": [b], "methods": [m], "seeds": [3]} for b, m in RUNS]
-    overlay["data"]["sources"]["wordnet"] = {"url": "file:///usr/share/wordnet", "format": "directory"}
-    overlay["views"] = {"wordnet_source": "wordnet"}
-    overlay["evaluation"]["suites"] = ["sts"]
-    overlay["evaluation"]["figures"] = []
-    overlay["tables"] = []
     workdir = tmp_path_factory.mktemp("wf-methods")
-    write_overlay(workdir, overlay)
-    targets = [f"results/{EXP}/metrics/{b}/{m}/seed3/sts.json" for b, m in RUNS]
-    snakemake(workdir, *targets, timeout=1500)
+    write_overlay(workdir, methods_overlay(shared_data, tiny_models))
+    snakemake(workdir, *targets(), timeout=1500)
     return workdir
 
 
 @pytest.mark.parametrize("backbone,method", RUNS)
 def test_method_trains_and_evaluates_in_the_workflow(methods_run, backbone, method):
-    run = methods_run / "results" / EXP / "runs" / backbone / method / "seed3"
-    summary = json.loads((run / "train.json").read_text())
+    run = run_dir(methods_run, backbone, method)
+    summary, metrics = read_run(methods_run, backbone, method)
     assert summary["steps"] == 3
-    assert summary["best_step"] == 3
     assert all(math.isfinite(x) for x in summary["loss_curve"])
     assert summary["provenance"]["config"]["method"]["kind"] == method
     assert summary["provenance"]["config"]["backbone"]["family"] == BACKBONES[backbone]
     assert (run / "best" / "model.safetensors").exists()
-    metrics = json.loads((methods_run / "results" / EXP / "metrics" / backbone / method / "seed3" / "sts.json")
-                         .read_text())
+    # exact relations, whatever the arithmetic: step 0 is the history's first entry and never a candidate; the
+    # selected step is the best later one, and best/ holds that step
+    history = summary["history"]
+    assert history[0]["step"] == 0 and summary["start_stsb_dev_spearman"] == history[0]["stsb_dev_spearman"]
+    candidates = [h for h in history if h["step"] > 0]
+    assert [h["step"] for h in candidates] == [3]
+    best = max(candidates, key=lambda h: h["stsb_dev_spearman"])
+    assert (summary["best_step"], summary["best_stsb_dev_spearman"]) == (best["step"], best["stsb_dev_spearman"])
+    assert json.loads((run / "best" / METHOD_META).read_text())["step"] == summary["best_step"]
+    assert summary["best_stsb_dev_spearman"] != summary["start_stsb_dev_spearman"]  # the updates moved the model
+    # the values, pinned above the float noise
     start, after, test = EXPECTED[(backbone, method)]
     assert summary["start_stsb_dev_spearman"] == pytest.approx(start, abs=TOLERANCE)
     assert summary["best_stsb_dev_spearman"] == pytest.approx(after, abs=TOLERANCE)
-    assert summary["best_stsb_dev_spearman"] != summary["start_stsb_dev_spearman"]  # the updates moved the model
     assert metrics["results"]["STSBenchmark"]["reported"] == pytest.approx(test, abs=TOLERANCE)
     assert metrics["results"]["STSBenchmark"]["n"] == 1379
     # the test score is that of best/ as written: the evaluation read the very file the training kept

@@ -56,17 +56,30 @@ def write_overlay(workdir: Path, overlay: dict) -> Path:
     return path
 
 
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def fixed_thread_env(threads: int | str | None = None) -> dict[str, str]:
+    """The thread settings every test process and workflow job runs with: ``threads`` if given, else the
+    caller's ``OMP_NUM_THREADS``, else 1, for torch (which reads these at start), OpenMP, MKL and OpenBLAS,
+    with dynamic adjustment off, so a result does not depend on the machine's core count or load."""
+    threads = str(threads or os.environ.get("OMP_NUM_THREADS") or "1")
+    return {**{name: threads for name in THREAD_VARIABLES}, "OMP_DYNAMIC": "FALSE", "MKL_DYNAMIC": "FALSE"}
+
+
 def snakemake(workdir: Path, *args: str, overlay: Path | None = None, check: bool = True,
-              timeout: int = 900, repo: Path = REPO) -> subprocess.CompletedProcess:
+              timeout: int = 900, repo: Path = REPO, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """``snakemake -s <repo>/Snakefile -d <workdir> <args> --configfiles config.yaml overlay.yaml``.
 
     ``args`` come before ``--configfiles`` (which takes every word after it), so they may end in targets.
     ``repo``: a copy of the checkout (see :func:`copy_checkout`), whose src/ is then imported instead.
+    Jobs run with :func:`fixed_thread_env`; ``env`` adds or overrides variables (e.g. a BLAS back-end).
     """
     overlay = overlay or workdir / "overlay.yaml"
     cmd = [SNAKEMAKE, "-s", str(repo / "Snakefile"), "-d", str(workdir), "--cores", "2", *args,
            "--configfiles", str(repo / "config.yaml"), str(overlay)]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    env = {**os.environ, **fixed_thread_env(), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+           **(env or {})}
     if repo != REPO:
         env["PYTHONPATH"] = str(repo / "src")
     result = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)

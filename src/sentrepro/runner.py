@@ -11,6 +11,7 @@ from pathlib import Path
 
 from sentrepro import registry
 from sentrepro.backbones import configure_threads, load_tokenizer
+from sentrepro.codedeps import running_record
 from sentrepro.core import canonical_json
 from sentrepro.data.prepare import dataset_file
 from sentrepro.data.sts import read_sts_benchmark
@@ -65,6 +66,17 @@ def stsb_dev_scorer(method: Method, pairs, batch_size: int, device: str, precisi
     return score
 
 
+def checkpoint_key(spec: dict, code: dict | None) -> str:
+    """What a ``last/`` checkpoint must have been written under for this job to resume it: the run's settings
+    and the fingerprint of the code the job runs (``codedeps.running_record``; None when called directly).
+
+    Snakemake reruns a training job when its method's code changes; the job must then train afresh with the
+    new code, not restore the finished state the old code left in ``last/`` and relabel it with the new
+    fingerprint. An interrupted job rerun with the same settings and code resumes.
+    """
+    return sha256_bytes((canonical_json(spec) + "\n" + (code or {}).get("fingerprint", "")).encode())
+
+
 def run_training(spec: dict, tokenized_dir: Path, dev_manifest: Path, run_dir: Path, *,
                  stop_after: int | None = None, log=print, model_manifest: Path | None = None,
                  progress=None) -> dict:
@@ -100,9 +112,8 @@ def run_training(spec: dict, tokenized_dir: Path, dev_manifest: Path, run_dir: P
     settings = TrainSettings.from_params(params, training, device, precision)
     scorer = stsb_dev_scorer(method, read_sts_benchmark(dev_file), 128, device, dev_precision)
     meta = {"kind": method_spec["kind"], "family": backbone["family"], "params": params, "seed": seed}
-    resume_key = sha256_bytes(canonical_json(spec).encode())
     summary = train(method, model, corpus, run_dir, settings, seed, scorer, save_meta=meta, log=log,
-                    stop_after=stop_after, resume_key=resume_key, progress=progress)
+                    stop_after=stop_after, resume_key=checkpoint_key(spec, running_record()), progress=progress)
     if "interrupted_at" in summary:
         return summary
     best = run_dir / BEST

@@ -206,7 +206,7 @@ def resume_state(run_dir: Path, model: SentenceModel, opt: Optimization, resume_
     """Load ``run_dir/last`` into ``model`` and ``opt`` (RNG states too) and return its saved progress.
 
     Returns None (start afresh) when there is no checkpoint, or when it was written under another
-    ``resume_key`` (other settings): then ``last/`` and ``best/`` are deleted, so no stale model survives.
+    ``resume_key`` (other settings or code): then ``last/`` and ``best/`` are deleted, so no stale model survives.
     """
     last_dir = run_dir / LAST
     if not (last_dir / TRAINER_STATE).exists():
@@ -215,7 +215,7 @@ def resume_state(run_dir: Path, model: SentenceModel, opt: Optimization, resume_
     if saved is None:
         return None
     if saved["state"].get("resume_key", "") != resume_key:
-        log(f"ignoring {last_dir}: it was written for other settings; starting afresh")
+        log(f"ignoring {last_dir}: it was written for other settings or code; starting afresh")
         shutil.rmtree(last_dir)
         shutil.rmtree(run_dir / BEST, ignore_errors=True)
         return None
