@@ -75,7 +75,8 @@ def run_all(workdir: Path, names: list[str]) -> dict[str, dict[tuple[str, str], 
             shutil.rmtree(where, ignore_errors=True)
             shutil.copytree(base, where, symlinks=True)
             # train from scratch: a forced rerun of the same settings and code would resume the finished last/
-            shutil.rmtree(where / "results" / EXP / "runs")
+            for produced in ("runs", "metrics"):
+                shutil.rmtree(where / "results" / EXP / produced)
             snakemake(where, *targets(), timeout=7200, env=env)
         values[name] = {run: observed(where, *run) for run in RUNS}
         print(f"done: {name}", file=sys.stderr, flush=True)
