@@ -13,6 +13,7 @@ import functools
 from pathlib import Path
 from typing import Any
 
+import yaml
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 

@@ -114,6 +114,13 @@ def seed_bootstrap_interval(a: Sequence[float], b: Sequence[float], statistic: s
                     f"bootstrap over seeds, n={len(a)} vs {len(b)}, {n_resamples} resamples, seed {seed}{few}")
 
 
+def t_quantile(p: float, df: float) -> float:
+    """Student's t quantile. scipy is imported here, not at the top: planning imports this module, never scipy."""
+    from scipy import stats as scipy_stats
+
+    return float(scipy_stats.t.ppf(p, df))
+
+
 def welch_interval(a: Sequence[float], b: Sequence[float], level: float = LEVEL) -> Interval | None:
     """Welch's t interval for mean(A) - mean(B) (sample variances, Welch-Satterthwaite df).
 
@@ -129,9 +136,7 @@ def welch_interval(a: Sequence[float], b: Sequence[float], level: float = LEVEL)
     if se == 0.0:
         return Interval(diff, diff, diff, "welch-t", f"n={len(a)} vs {len(b)}, zero variance")
     df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
-    from scipy import stats as _scipy_stats  # here, not at the top: planning imports this module, never scipy
-
-    t = float(_scipy_stats.t.ppf(1 - (1 - level) / 2, df))
+    t = t_quantile(1 - (1 - level) / 2, df)
     return Interval(diff, diff - t * se, diff + t * se, "welch-t", f"Welch's t, n={len(a)} vs {len(b)}, df={df:.1f}")
 
 
@@ -162,7 +167,7 @@ def one_sample_interval(values: Sequence[float], constant: float, statistic: str
     if statistic == "mean":
         diff = float(x.mean() - constant)
         se = float(x.std(ddof=1) / np.sqrt(len(x)))
-        t = float(_scipy_stats.t.ppf(1 - (1 - level) / 2, len(x) - 1))
+        t = t_quantile(1 - (1 - level) / 2, len(x) - 1)
         low, high, method = diff - t * se, diff + t * se, "one-sample-t"
         detail = f"one-sample t against a constant {constant:.2f}, n={len(x)}, df={len(x) - 1}"
     else:
@@ -203,7 +208,7 @@ def minimum_detectable_difference(sd_a: float | None, n_a: int | None, sd_b: flo
     if var == 0.0:
         return 0.0
     df = var ** 2 / sum(t ** 2 / d for t, d in zip(terms, dfs))
-    quantile = _scipy_stats.t.ppf(1 - (1 - level) / 2, df) + _scipy_stats.t.ppf(power, df)
+    quantile = t_quantile(1 - (1 - level) / 2, df) + t_quantile(power, df)
     return float(quantile * np.sqrt(var))
 
 
