@@ -280,3 +280,19 @@ def test_stsb_test_score_from_the_folder_alone(exported, shared_data):
     # swap a few ranks, moving Spearman x100 by ~0.002 here (measured); a change of template, readout or
     # denoising moves it by whole points
     assert 100 * ours == pytest.approx(suite["STSBenchmark"]["reported"], abs=0.01)
+
+
+@HEAVY
+def test_a_loaded_export_saves_to_a_folder_that_loads_and_encodes_alike(exported, tmp_path):
+    """``SentenceTransformer.save`` of a loaded export writes a folder that loads again and gives the same vectors;
+    the export record (the audited hashes) is not carried over to the copy."""
+    from sentence_transformers import SentenceTransformer
+
+    folders, _, _ = exported
+    key = next(k for k in folders if k.startswith("promptbert"))
+    texts = ["A man is playing a guitar.", "Short.", "Two dogs run across a snowy field."]
+    model = SentenceTransformer(folders[key], trust_remote_code=True, device="cpu")
+    model.save(str(tmp_path / "saved"))
+    assert not (tmp_path / "saved" / "sentrepro_export.json").exists()
+    again = SentenceTransformer(str(tmp_path / "saved"), trust_remote_code=True, device="cpu")
+    assert np.array_equal(model.encode(texts), again.encode(texts))

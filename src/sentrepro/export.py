@@ -43,7 +43,7 @@ from sentrepro.mteb_results import MTEB_STS, NOT_IN_MTEB, SPLIT, mteb_results, t
 CODE_DIR = "sentrepro_code"
 MODEL_DIR = "encoder"
 MODULE_FILE = "sentrepro_st.py"
-RECORD = "sentrepro_export.json"
+RECORD = st_module.EXPORT_RECORD
 TRANSFORM_FILE = "whitening.safetensors"
 MTEB_DIR = "mteb"
 PURPOSE = "test"  # the embedding the test tables scored (PromptBERT: test_protocol decides the wrapping)

@@ -25,6 +25,7 @@ from pathlib import Path
 import torch
 
 EXPORT_CONFIG = "sentrepro_export_config.json"
+EXPORT_RECORD = "sentrepro_export.json"  # export.py writes it: every file's sha256 + provenance
 
 
 def load_vendored(folder: Path, package: str):
@@ -74,7 +75,18 @@ class SentreproEncoder(torch.nn.Module):
         return SentreproEncoder(path)
 
     def save(self, output_path: str, *args, **kwargs) -> None:
-        raise NotImplementedError("an exported sentrepro run is written by `sentrepro export`, not re-saved")
+        """``SentenceTransformer.save``: this module never changes its weights, code or settings, so saving is
+        copying the export's files into ``output_path``, a sub-folder of the saved model (sentence-transformers
+        writes its own ``modules.json`` and config in the model folder, and looks for this module's code there,
+        so this file goes there too). The export record is left out: its hashes describe the exported folder,
+        and ``sentrepro audit`` must not vouch for a re-saved copy."""
+        import shutil
+
+        out = Path(output_path)
+        if out.resolve() == self.folder.resolve():
+            return
+        shutil.copytree(self.folder, out, dirs_exist_ok=True, ignore=shutil.ignore_patterns(EXPORT_RECORD))
+        shutil.copyfile(__file__, out.parent / Path(__file__).name)
 
     @property
     def tokenizer(self):
