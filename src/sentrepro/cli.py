@@ -567,7 +567,7 @@ def _user_error(exc: Exception) -> tuple[str | None, int]:
 def _record_job_code(args, suite: str | None = None) -> None:
     """A job of one method (and one suite) runs ``cli:<command>`` plus the modules the registry imports on
     demand for it: that method's module (and that suite's). Provenance records them all, as the rule's
-    params.code does (``job_code`` in workflow/rules/common.smk)."""
+    params.code does (``job_code`` in workflow/rules/code.smk)."""
     from sentrepro import registry
     from sentrepro.codedeps import set_running_entry
 

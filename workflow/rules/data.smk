@@ -3,6 +3,8 @@
 # Local rules: they need the network (or the mirror) and run on the login node, never via sbatch.
 # Synthetic fixtures (offline demo) are written by `fixture` and enter through fixture:// URLs.
 
+include: "inputs/data.smk"
+
 
 rule fixture:
     output:

@@ -4,6 +4,9 @@
 # src/sentrepro/evaluation/plan.py); resources and SLURM grouping come from the registry, overridden by
 # evaluation.<suite>.resources.
 
+include: "inputs/evaluate.smk"
+
+
 for _suite, _entry in SUITE_ENTRIES.items():
 
     rule:

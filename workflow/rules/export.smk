@@ -4,6 +4,8 @@
 # The folder's record sentrepro_export.json lists every file's sha256 and the provenance chain;
 # `sentrepro audit <folder>` verifies both.
 
+include: "inputs/export.smk"
+
 
 rule export:
     input:

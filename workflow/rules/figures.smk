@@ -1,6 +1,8 @@
 # The papers' figures, each drawn from the metrics files of one suite (src/sentrepro/registry.yaml:
 # figures) over every run that has it. The suites themselves run in workflow/rules/evaluate.smk.
 
+include: "inputs/figures.smk"
+
 
 rule figure:
     input:

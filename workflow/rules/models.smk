@@ -6,6 +6,8 @@
 # reruns that backbone's jobs; a shared token-id cache is built from the first backbone naming its tokenizer,
 # so a revision change of that backbone also rebuilds the cache and reruns every run on it.
 
+include: "inputs/models.smk"
+
 
 rule fetch_model:
     output:

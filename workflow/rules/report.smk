@@ -1,6 +1,8 @@
 # The paper tables: metrics files -> long CSV (provenance per cell), per-seed CSV, Markdown, LaTeX and
 # HTML, published numbers beside ours. The HTML goes into `snakemake --report report.html`, with the
-# caption workflow/report/tables/<table>.rst; figures are marked for the report in suites.smk.
+# caption workflow/report/tables/<table>.rst; figures are marked for the report in figures.smk.
+
+include: "inputs/report.smk"
 
 
 rule table:

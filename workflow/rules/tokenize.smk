@@ -1,5 +1,7 @@
 # Tokenize the corpus once per tokenizer; every training job with that tokenizer reuses the cache.
 
+include: "inputs/tokenize.smk"
+
 
 rule tokenize:
     input:

@@ -1,6 +1,8 @@
 # Train one backbone x method x seed. GPU job on SLURM; resources per backbone come from config.
 # Resumes from <run>/last/ if the job is requeued or killed.
 
+include: "inputs/train.smk"
+
 
 rule train:
     input:

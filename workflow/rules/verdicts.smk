@@ -1,6 +1,9 @@
 # Reproduction verdicts: every claim of src/sentrepro/tables/claims.yaml tested on the metrics files the
 # claims' tables read (and the per-pair STS scores beside them) -> results/<exp>/verdicts.{md,csv,cells.csv,html}.
-# claims.yaml is part of params.code, so editing it reruns this rule only. Input functions: common.smk.
+# claims.yaml is part of params.code, so editing it reruns this rule only.
+
+include: "inputs/verdicts.smk"
+
 
 rule verdicts:
     input:

@@ -1,7 +1,9 @@
 # MoCoUTRL's training views (src/sentrepro/data/views.py): every corpus sentence with one adjective swapped for a
 # WordNet synonym and for an antonym. They are written as the corpus "<corpus>-views" (3N lines: originals, then
 # synonyms, then antonyms), so the ordinary tokenize rule caches them per tokenizer like any corpus, and methods
-# whose class says training_corpus = "views" train on that cache (training_tokenized_record in common.smk).
+# whose class says training_corpus = "views" train on that cache (training_tokenized_record in inputs/train.smk).
+
+include: "inputs/views.smk"
 
 
 # "<corpus>-views/sentences.txt" also matches prepare_corpus's output pattern; the views rule makes it.

@@ -1,0 +1,44 @@
+# The code each job runs (sentrepro.codedeps). Every rule that runs sentrepro code has params.code = the
+# fingerprint of what its shell command imports, so editing a module reruns exactly the jobs that run it.
+from sentrepro.codedeps import rule_code, shell_entry
+
+
+def job_code(entry: str, suite: str | None = None):
+    """params.code where each job runs one method (wildcard ``method``), and for evaluation one suite: the
+    command's code plus the modules the registry imports on demand for that job (the method kind's module,
+    the suite's). So an edit of one method's or suite's module reruns its jobs only (registry.job_entries)."""
+
+    def code(w):
+        return rule_code(registry.job_entries(entry, method_kind(w.method), suite))
+
+    code.entry = entry
+    return code
+
+
+def figure_code(entry: str):
+    """params.code of the figure rule: the command's code plus the module drawing the figure (registry)."""
+
+    def code(w):
+        return rule_code([entry, registry.implementation_module(registry.figure(w.figure).implementation)])
+
+    code.entry = entry
+    return code
+
+
+def check_rule_code():
+    """Every rule that runs sentrepro code has params.code = rule_code(<the entry its shell command
+    runs>) -- or job_code/figure_code(<entry>) when the registry adds a module per job -- so the command
+    is the one source of which code a rule depends on; a rule whose code param names anything else (a
+    hand-kept list) stops the workflow here."""
+    for defined in workflow.rules:
+        entry = shell_entry(defined.shellcmd or "")
+        if entry is None:
+            continue
+        code = dict(defined.params.items()).get("code")
+        if callable(code):
+            if getattr(code, "entry", None) != entry:
+                raise WorkflowError(f"rule {defined.name} runs '{entry}' but its params.code is a function for "
+                                    f"{getattr(code, 'entry', None)!r}")
+        elif code != rule_code(entry):
+            raise WorkflowError(f"rule {defined.name} runs '{entry}' but its params.code is not "
+                                f"rule_code({entry!r}) (sentrepro.codedeps); set code=rule_code({entry!r})")

@@ -1,0 +1,34 @@
+# Input functions, params and targets of workflow/rules/data.smk, which includes this file first.
+
+from sentrepro.core import corpus_slice, source_slice
+
+FIXTURES = f"{RES}/fixtures"
+
+
+def download_record_for(w):
+    spec = source_slice(config, w.source)
+    return [f"{RES}/downloads/{w.source}/download.json"] if spec["format"] != "directory" else []
+
+
+def checked(source: str) -> str:
+    """CHECKED.json of a source: every rule that reads evaluation data takes it as an input."""
+    if not config["data"]["sources"][source].get("check"):
+        raise WorkflowError(f"data.sources.{source} has no 'check' block; evaluation data must be checked")
+    return f"{RES}/data/{source}/CHECKED.json"
+
+
+def checked_targets() -> list[str]:
+    """CHECKED.json of every source that declares its data sets: all of them are verified."""
+    return [checked(name) for name, spec in sorted(config["data"]["sources"].items()) if spec.get("check")]
+
+
+def fixture_inputs(w):
+    """The fixture directories a source's fixture:// URLs point into (their rule runs first)."""
+    from sentrepro.data.prepare import source_files
+    from sentrepro.data.sources import fixture_generator
+
+    spec = source_slice(config, w.source)
+    if spec["format"] == "directory":
+        return []
+    generators = {fixture_generator(item.url) for item in source_files(w.source, spec)}
+    return sorted(f"{FIXTURES}/{name}" for name in generators if name)

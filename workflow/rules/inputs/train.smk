@@ -1,0 +1,20 @@
+# Input functions, params and targets of workflow/rules/train.smk, which includes this file first.
+
+from sentrepro.core import train_slice
+
+
+def tokenized_record(backbone: str) -> str:
+    tokenizer = config["backbones"][backbone]["tokenizer"]
+    return f"{RES}/tokenized/{tokenizer}/{config['corpus']['name']}/tokenized.json"
+
+
+def training_tokenized_record(backbone: str, method: str) -> str:
+    """The tokenized corpus a run trains on: the corpus itself, or its views for methods trained on views."""
+    if registry.method(method_kind(method)).training_corpus != "views":
+        return tokenized_record(backbone)
+    tokenizer = config["backbones"][backbone]["tokenizer"]
+    return f"{RES}/tokenized/{tokenizer}/{config['corpus']['name']}{VIEWS_SUFFIX}/tokenized.json"
+
+
+def train_resource(name, default):
+    return lambda w: config["backbones"][w.backbone].get("resources", {}).get(name, default)
