@@ -49,7 +49,7 @@ def timed(function, repeats: int) -> list[float]:
 def matrix_counts(config_path: Path) -> dict:
     """Trained runs of the paper matrix per (tokenizer, training corpus), and per (kind, tokenizer)."""
     from sentrepro.config import load_config
-    from sentrepro.core import runs
+    from sentrepro.matrix import runs
     from sentrepro import registry
 
     config = load_config(config_path)

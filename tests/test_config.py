@@ -7,7 +7,8 @@ import copy
 import pytest
 
 from sentrepro.config import REPO_ROOT, ConfigError, load_config, load_yaml, validate
-from sentrepro.core import Run, method_params, runs, source_slice, train_slice
+from sentrepro.core import Run, method_params, source_slice
+from sentrepro.matrix import runs, train_slice
 
 PAPER = REPO_ROOT / "config.yaml"
 DEMO = REPO_ROOT / "profiles" / "demo" / "overlay.yaml"

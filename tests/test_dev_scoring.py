@@ -14,7 +14,7 @@ from sentrepro.backbones import load_encoder, load_tokenizer
 from sentrepro.data.sts import read_sts_benchmark
 from sentrepro.encoding import encode_sentences
 from sentrepro.methods import build_method
-from sentrepro.evaluation.job import resolve_precision
+from sentrepro.models import resolve_precision
 from sentrepro.runner import dev_scoring_precision, stsb_dev_scorer
 from tests.tiny_models import minilm_dir
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from sentrepro.config import ConfigError, load_config, validate
-from sentrepro.core import runs
+from sentrepro.matrix import runs
 from sentrepro.evaluation import plan
 from sentrepro.evaluation.subsets import SubsetLog, subset_rows
 

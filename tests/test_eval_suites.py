@@ -12,7 +12,8 @@ import torch
 from sentrepro.config import _with_defaults
 from sentrepro.encoding import encode_sentences
 from sentrepro.evaluation.fewshot import evaluate_fewshot, evaluate_fewshot_cv_task
-from sentrepro.evaluation.job import load_for_eval, resolve_device, run_suite
+from sentrepro.evaluation.job import load_for_eval, run_suite
+from sentrepro.models import resolve_device
 from sentrepro.evaluation.suites import read_transfer_task, truncate_to_tokens
 from sentrepro.evaluation.transfer import mrpc_features
 

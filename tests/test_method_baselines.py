@@ -10,7 +10,8 @@ import torch
 
 from sentrepro.backbones import load_encoder, load_tokenizer, pool_first_last
 from sentrepro.config import load_config
-from sentrepro.core import Run, runs
+from sentrepro.core import Run
+from sentrepro.matrix import runs
 from sentrepro.encoding import encode_sentences
 from sentrepro import registry
 from sentrepro.methods import build_method

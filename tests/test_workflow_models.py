@@ -14,7 +14,7 @@ import yaml
 
 from sentrepro.audit import audit_cell
 from sentrepro.config import load_config
-from sentrepro.core import runs
+from sentrepro.matrix import runs
 from tests.http_server import ServerPlan, serve
 from tests.tiny_hub import hub_files, model_bodies
 from tests.workflow_helpers import REPO, planned_jobs, snakemake, tiny_overlay, write_overlay

@@ -57,7 +57,7 @@ def _validated_config(paths: list[str]) -> dict | None:
 
 
 def cmd_check_config(args) -> int:
-    from sentrepro.core import runs
+    from sentrepro.matrix import runs
 
     config = _validated_config(args.configfiles)
     if config is None:

@@ -1,9 +1,11 @@
 """Configuration: load config files, validate them against the schema (with the registry's parts filled
 in) and the cross references, and fill the schema's defaults.
 
-The slices each rule depends on are cut by :mod:`sentrepro.core` (the bottom layer, which this module
-and the evaluation plan both import): rules receive only the slice they use (``params`` in
-Snakemake), so editing one method's learning rate reruns only that method's jobs.
+The slices each rule depends on are cut by :mod:`sentrepro.core` (the base layer) and
+:mod:`sentrepro.matrix` (the runs and the training slice, which need the registry): rules receive only
+the slice they use (``params`` in Snakemake), so editing one method's learning rate reruns only that
+method's jobs. This module is in the plan layer with the registry and the evaluation plan
+(docs/architecture.md).
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
-"""The bottom layer of the configuration: a run of the matrix, the config error, canonical JSON, and the
-slices each rule's jobs depend on.
+"""The bottom of the configuration: a run of the matrix, the config error, canonical JSON, and the config
+slices each rule's jobs depend on that need nothing but the config.
 
-Every other module may import it; it imports nothing of sentrepro but the registry (which imports
-nothing of sentrepro either), so there is no import cycle through the configuration. Loading and
-validating a config (``sentrepro.config``) sits above it.
+The base layer (docs/architecture.md): it imports nothing of the package, so every module may import it.
+What needs the registry to be read -- which runs the matrix has, the training slice with its resolved
+precision -- is :mod:`sentrepro.matrix`, in the plan layer; loading and validating a config is
+:mod:`sentrepro.config`.
 """
 
 from __future__ import annotations
@@ -14,9 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
-
-from sentrepro import registry
-
 
 class ConfigError(ValueError):
     """A configuration value is missing, unknown or of the wrong type; the message names the key."""
@@ -58,20 +56,6 @@ def canonical_json(payload: Any) -> str:
 # --- slices ---------------------------------------------------------------------------------------
 
 
-def runs(config: dict) -> list[Run]:
-    """Every run of the matrix, deduplicated and sorted."""
-    found: set[Run] = set()
-    for block in config["matrix"]:
-        for backbone in block["backbones"]:
-            for method in block["methods"]:
-                if not registry.method(config["methods"][method]["kind"]).trains:
-                    found.add(Run(backbone, method, None))
-                else:
-                    for seed in block["seeds"]:
-                        found.add(Run(backbone, method, seed))
-    return sorted(found, key=lambda r: (r.backbone, r.method, -1 if r.seed is None else r.seed))
-
-
 def method_params(config: dict, method: str, backbone: str) -> dict:
     """The method's params with the backbone's overrides applied."""
     spec = config["methods"][method]
@@ -83,35 +67,6 @@ def backbone_slice(config: dict, backbone: str) -> dict:
     spec.pop("resources", None)  # scheduling only, never changes results
     spec.pop("stands_in_for", None)  # labelling only
     return spec
-
-
-def training_precision(config: dict, method: str) -> str:
-    """``training.precision`` for one method: ``authors`` resolves to what the method's authors trained in
-    (the registry's ``authors_precision``: fp16 AMP, or fp32 for MoCoUTRL); other values apply as given."""
-    requested = config["training"]["precision"]
-    if requested != "authors":
-        return requested
-    entry = registry.method(config["methods"][method]["kind"])
-    return entry.authors_precision if entry.trains else requested  # frozen runs never train
-
-
-def train_slice(config: dict, run: Run) -> dict:
-    """Everything a training job's result depends on (and nothing else).
-
-    The precision is resolved per method (``training_precision``), so the slice names the precision
-    itself: switching ``training.precision`` between ``authors`` and a value equal to some methods'
-    authors' precision reruns only the others.
-    """
-    training = {k: v for k, v in config["training"].items() if k not in ("threads",)}
-    training["precision"] = training_precision(config, run.method)
-    return {
-        "backbone": backbone_slice(config, run.backbone),
-        "method": {"name": run.method, "kind": config["methods"][run.method]["kind"],
-                   "params": method_params(config, run.method, run.backbone)},
-        "seed": run.seed,
-        "training": training,
-        "corpus": corpus_slice(config),
-    }
 
 
 def corpus_slice(config: dict) -> dict:

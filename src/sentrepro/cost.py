@@ -17,8 +17,9 @@ from pathlib import Path
 import yaml
 
 from sentrepro import registry
-from sentrepro.core import method_params, runs
+from sentrepro.core import method_params
 from sentrepro.fsutil import parse_yaml
+from sentrepro.matrix import runs
 
 # Package data this module reads (sentrepro.codedeps adds it to the code of every rule importing us).
 PACKAGE_DATA = ("cost_estimates.yaml",)

@@ -2,7 +2,8 @@
 
 Kept apart from the CLI so tests can call it directly. It writes ``train.json`` with the training
 summary and a provenance block (inputs with sha256, config slice, seed, code and library versions,
-device...). Evaluation jobs are set up in :mod:`sentrepro.evaluation.job`.
+device...). Evaluation jobs are set up in :mod:`sentrepro.evaluation.job`, a peer this module does not import
+(what both need is in :mod:`sentrepro.models`).
 """
 
 from __future__ import annotations
@@ -16,11 +17,10 @@ from sentrepro.core import canonical_json
 from sentrepro.data.prepare import dataset_file
 from sentrepro.data.sts import read_sts_benchmark
 from sentrepro.encoding import encode_sentences
-from sentrepro.evaluation.job import TRAIN_SUMMARY, resolve_device, resolve_precision
 from sentrepro.evaluation.sts import cosine_rows, correlations
 from sentrepro.fsutil import atomic_write_json, sha256_bytes
 from sentrepro.methods.base import Method, SentenceModel
-from sentrepro.models import initial_model
+from sentrepro.models import TRAIN_SUMMARY, initial_model, resolve_device, resolve_precision
 from sentrepro.pretrained.snapshot import model_inputs, model_location
 from sentrepro.provenance import Provenance
 from sentrepro.tokenize import TokenizedCorpus, check_vocabulary

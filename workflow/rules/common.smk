@@ -10,8 +10,9 @@ from snakemake.exceptions import WorkflowError
 
 from sentrepro import registry
 from sentrepro.config import validate
-from sentrepro.core import ConfigError, Run, canonical_json, runs
+from sentrepro.core import ConfigError, Run, canonical_json
 from sentrepro.integrity import refresh_stamp, stamp_path
+from sentrepro.matrix import runs
 
 try:
     _validated = validate(config)

@@ -31,34 +31,10 @@ from sentrepro.fsutil import atomic_write_json, nonfinite_keys
 from sentrepro.integrity import verify_dataset
 from sentrepro.methods import build_method
 from sentrepro.methods.base import Method, SentenceModel
-from sentrepro.models import initial_model
+from sentrepro.models import TRAIN_SUMMARY, initial_model, resolve_device, resolve_precision
 from sentrepro.pretrained.snapshot import model_inputs, model_location
 from sentrepro.provenance import Provenance
 from sentrepro.train import BEST
-
-TRAIN_SUMMARY = "train.json"
-
-
-def resolve_device(requested: str) -> str:
-    """``auto`` -> ``cuda`` when a GPU is visible, else ``cpu``; ``cuda`` without a GPU is an error."""
-    if requested == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if requested == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("device: cuda was asked for, but torch sees no GPU (use device: auto or cpu)")
-    if requested not in ("cpu", "cuda"):
-        raise ValueError(f"device must be auto, cpu or cuda, got {requested!r}")
-    return requested
-
-
-def resolve_precision(requested: str, device: str) -> str:
-    """The precision a job computes in: ``auto`` = bf16 on GPUs that support it, else fp16 (with loss
-    scaling); on CPU always fp32 (autocast is applied on CUDA only, ``encoding.autocast_context``)."""
-    if device == "cpu":
-        return "fp32"
-    if requested == "auto":
-        return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
-    return requested
-
 
 def load_for_eval(spec: dict, run_dir: Path | None, model_manifest: Path | None = None
                   ) -> tuple[Method, SentenceModel, list[tuple[Path, str]]]:

@@ -19,7 +19,8 @@ clustering seeds reruns the clustering jobs and nothing else.
 from __future__ import annotations
 
 from sentrepro import registry
-from sentrepro.core import ConfigError, Run, runs
+from sentrepro.core import ConfigError, Run
+from sentrepro.matrix import runs
 from sentrepro.registry import SCHEDULING_KEYS
 
 

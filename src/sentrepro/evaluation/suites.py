@@ -16,8 +16,9 @@ from pathlib import Path
 import numpy as np
 
 from sentrepro.data.tasks import transfer_tasks
-from sentrepro.evaluation.job import SuiteJob, mean_reported, resolve_device, source_root, write_metrics
+from sentrepro.evaluation.job import SuiteJob, mean_reported, source_root, write_metrics
 from sentrepro.evaluation.subsets import SubsetLog
+from sentrepro.models import resolve_device
 
 # The seven tasks, their folders in SentEval's data/downstream layout, and their protocols: data/tasks.yaml
 TRANSFER_TASKS = tuple(transfer_tasks())

@@ -159,7 +159,7 @@ def plan_problems(data: dict, config: dict) -> dict[str, str]:
     needs a planned run filling its cell (:func:`sentrepro.tables.plan.unfilled_cells`: the runs, the
     suite enabled with its ``runs`` filter, stand-ins included) and a metric key the suite writes.
     """
-    from sentrepro.core import runs
+    from sentrepro.matrix import runs
     from sentrepro.evaluation.plan import enabled_suites, suite_runs
     from sentrepro.tables.build import paper_value
     from sentrepro.tables.plan import unfilled_cells

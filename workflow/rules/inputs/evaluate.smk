@@ -1,6 +1,7 @@
 # Input functions, params and targets of workflow/rules/evaluate.smk, which includes this file first.
 
-from sentrepro.core import backbone_slice, train_slice
+from sentrepro.core import backbone_slice
+from sentrepro.matrix import train_slice
 from sentrepro.evaluation.plan import (
     enabled_suites,
     source_is_synthetic,

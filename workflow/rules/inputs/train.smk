@@ -1,6 +1,6 @@
 # Input functions, params and targets of workflow/rules/train.smk, which includes this file first.
 
-from sentrepro.core import train_slice
+from sentrepro.matrix import train_slice
 
 
 def tokenized_record(backbone: str) -> str:
