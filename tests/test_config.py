@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import pytest
 
-from sentrepro.config import REPO_ROOT, ConfigError, load_config, load_yaml, validate
+from sentrepro.config import ConfigError, load_config, load_yaml, validate
 from sentrepro.core import Run, method_params, source_slice
 from sentrepro.matrix import runs, train_slice
 
+REPO_ROOT = Path(__file__).resolve().parents[1]
 PAPER = REPO_ROOT / "config.yaml"
 DEMO = REPO_ROOT / "profiles" / "demo" / "overlay.yaml"
 

@@ -11,7 +11,7 @@ import pytest
 from sentrepro import registry
 from sentrepro.config import load_config
 from sentrepro.cost import CostError, estimate, load_estimates, training_steps
-from sentrepro.workflow_plan import PlanError, parse_job_stats, parse_jobs, plan
+from sentrepro.workflow_plan import PlanError, find_snakefile, parse_job_stats, parse_jobs, plan
 from tests.workflow_helpers import planned_jobs, snakemake, write_overlay
 
 REPO = Path(__file__).resolve().parents[1]
@@ -90,3 +90,12 @@ def test_cost_command_on_the_paper_config(tmp_path, monkeypatch, capsys):
     assert "bert-base      simcse" in out and "GPU-hours" in out and out.rstrip().endswith("reference GPU).")
     assert main(["cost", str(REPO / "config.yaml"), str(REPO / "profiles" / "demo" / "overlay.yaml")]) == 0
     assert "experiment 'demo'" in capsys.readouterr().out
+
+
+def test_the_snakefile_is_found_from_the_config_not_beside_the_package(tmp_path):
+    """An installed package has no Snakefile beside it: the plan's Snakefile is the first one in the config
+    file's folder or its parents (then the working directory's), and none is an error naming where it looked."""
+    assert find_snakefile(REPO / "profiles" / "demo") == REPO / "Snakefile"
+    assert find_snakefile(tmp_path, REPO / "workflow") == REPO / "Snakefile"
+    with pytest.raises(PlanError, match=f"no Snakefile in {tmp_path}"):
+        find_snakefile(tmp_path)

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import yaml
 
 from sentrepro import registry
 from sentrepro.cli import main
-from sentrepro.config import REPO_ROOT, load_config
+from sentrepro.config import load_config
 from sentrepro.overview import tables_by_kind, tables_by_suite, tables_reading
 from sentrepro.tables.spec import SPECS_DIR
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_tables_each_suite_and_kind_feeds_come_from_the_specs():

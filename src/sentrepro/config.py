@@ -24,8 +24,10 @@ from sentrepro.core import ConfigError, deep_merge
 from sentrepro.evaluation.plan import check_plan
 from sentrepro.fsutil import parse_yaml
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "config.schema.yaml"
+# Package data this module reads (sentrepro.codedeps adds it to the code of every rule importing us): the
+# schema ships inside the package, so an installed sentrepro validates configs without a checkout.
+PACKAGE_DATA = ("config.schema.yaml",)
+SCHEMA_PATH = Path(__file__).resolve().parent / PACKAGE_DATA[0]
 
 
 def load_yaml(path: str | Path) -> dict:
@@ -72,7 +74,7 @@ def _schema_with_registry() -> dict:
 
 
 def schema() -> dict:
-    """The config schema: workflow/schemas/config.schema.yaml with the registry's parts filled in (method
+    """The config schema: src/sentrepro/config.schema.yaml with the registry's parts filled in (method
     kinds and each kind's params, suite and figure names, each suite's block)."""
     return copy.deepcopy(_schema_with_registry())
 

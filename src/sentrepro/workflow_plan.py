@@ -1,10 +1,15 @@
 """The jobs the workflow plans for a config, read from Snakemake's own dry run.
 
 ``sentrepro cost`` counts jobs from this plan, so it cannot disagree with ``snakemake -n``: it runs
-``snakemake -n --forceall`` (every job, as on a fresh checkout) on the repository's Snakefile with
+``snakemake -n --forceall`` (every job, as on a fresh checkout) on the workflow's Snakefile with
 exactly the given config files (``--replace-workflow-config``: the Snakefile's default config.yaml is
 not merged in) and reads each job's rule and wildcards. The per-rule counts are checked against the
 dry run's "Job stats" table; output that cannot be read raises :class:`PlanError`, never "no jobs".
+
+The Snakefile is found, not assumed beside the package (an installed package has none): the first
+``Snakefile`` in the config file's directory or one of its parents, else in the working directory or one
+of its parents (:func:`find_snakefile`). Nothing else in the package needs it: validating a config
+(``sentrepro check-config``) reads only package data.
 """
 
 from __future__ import annotations
@@ -20,8 +25,7 @@ from pathlib import Path
 
 import yaml
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-SNAKEFILE = REPO_ROOT / "Snakefile"
+SNAKEFILE = "Snakefile"
 _JOB = re.compile(r"^\s*(?:local)?rule (\w+):\s*$")
 _WILDCARDS = re.compile(r"^\s*wildcards: (.*)$")
 
@@ -79,10 +83,29 @@ def parse_jobs(text: str) -> list[PlannedJob]:
     return jobs
 
 
-def plan(configfiles: list[str | Path], workdir: str | Path | None = None, *, timeout: int = 600) -> list[PlannedJob]:
+def find_snakefile(*starts: str | Path) -> Path:
+    """The workflow's Snakefile: the first ``Snakefile`` in a start directory or one of its parents, the
+    starts tried in order; :class:`PlanError` naming them when there is none."""
+    tried = []
+    for start in starts:
+        folder = Path(start).resolve()
+        for candidate in [folder, *folder.parents]:
+            if (candidate / SNAKEFILE).is_file():
+                return candidate / SNAKEFILE
+        tried.append(str(folder))
+    raise PlanError(f"no {SNAKEFILE} in {' or '.join(tried)} or their parents: run this in the workflow's "
+                    "directory (a sentrepro checkout), or keep the config file inside it")
+
+
+def plan(configfiles: list[str | Path], workdir: str | Path | None = None, *, timeout: int = 600,
+         snakefile: str | Path | None = None) -> list[PlannedJob]:
     """Every job ``snakemake -n --forceall`` plans for ``configfiles`` (later files overlay earlier ones),
-    run in ``workdir`` (default: the current directory, where relative config paths are resolved)."""
-    command = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "-d", str(workdir or os.getcwd()),
+    run in ``workdir`` (default: the current directory, where relative config paths are resolved), with
+    ``snakefile`` (default: :func:`find_snakefile` from the first config file's directory, then the
+    working directory)."""
+    if snakefile is None:
+        snakefile = find_snakefile(Path(configfiles[0]).resolve().parent, os.getcwd())
+    command = [sys.executable, "-m", "snakemake", "-s", str(snakefile), "-d", str(workdir or os.getcwd()),
                "-n", "--forceall", "--cores", "1", "--replace-workflow-config",
                "--configfiles", *[str(Path(p).resolve()) for p in configfiles]]
     result = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
@@ -97,4 +120,4 @@ def plan_config(config: dict, workdir: str | Path | None = None) -> list[Planned
     with tempfile.TemporaryDirectory(prefix="sentrepro-plan-") as tmp:
         path = Path(tmp) / "config.yaml"
         path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
-        return plan([path], workdir)
+        return plan([path], workdir, snakefile=find_snakefile(workdir or os.getcwd()))
