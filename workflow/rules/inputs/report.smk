@@ -51,10 +51,22 @@ def summary_runs() -> list[Run]:
     return [run for run in RUNS if trains(run.method)]
 
 
+def summary_suites() -> tuple[str, str]:
+    """The suites of the summary's before and after columns, from the registry: the one suite scoring the
+    model a training job starts from (``model: start``), and the suite whose settings it shares, which
+    scores the trained checkpoint the same way."""
+    starts = [entry for entry in SUITE_ENTRIES.values() if entry.model == "start"]
+    if len(starts) != 1:
+        raise WorkflowError("the demo summary needs exactly one suite with model: start in the registry, found "
+                            f"{[entry.name for entry in starts]}")
+    return starts[0].name, starts[0].config_block
+
+
 def summary_run(run: Run) -> dict:
+    before, after = summary_suites()
     return {"backbone": run.backbone, "method": run.method, "seed": run.seed,
-            "train": f"{run_dir(run)}/train.json", "before": metrics_file(run, "sts_start"),
-            "after": metrics_file(run, "sts")}
+            "train": f"{run_dir(run)}/train.json", "before": metrics_file(run, before),
+            "after": metrics_file(run, after)}
 
 
 def demo_summary_spec() -> dict:
