@@ -2,7 +2,7 @@
 
 Why this exists: the upstream papers' download scripts are bare ``wget`` calls, and broken or
 moved hosts are the most common reason their results cannot be rerun (see
-docs/users-and-style.md, "Broken data-download links"). Here every download
+docs/evaluation-and-data.md, "Downloads"). Here every download
 
 * streams into a hidden partial file next to the destination (``.<name>.part``), so a killed or
   cut-off transfer never leaves a file with the final name;
