@@ -379,7 +379,7 @@ def test_a_moved_project_plans_nothing_and_each_module_edit_reruns_the_rules_tha
 
         # the fingerprint cache cannot go stale: a behaviour edit keeping the file's size and modification
         # time (its fingerprint is in the warm cache) still reruns every job whose code imports the module
-        rel = "evaluation/job.py"
+        rel = "models.py"
         path = package / rel
         original, stat = path.read_text(encoding="utf-8"), path.stat()
         edited = same_size_behaviour_change(original)
@@ -394,9 +394,10 @@ def test_a_moved_project_plans_nothing_and_each_module_edit_reruns_the_rules_tha
         assert {"train", "evaluate_sts"} <= planned
 
     # a comment and docstring edit of a module every training and every evaluation imports reruns nothing
-    shared = package / "evaluation" / "job.py"
+    # (sentrepro.models: training and evaluation jobs are peers that import nothing of each other)
+    shared = package / "models.py"
     original = shared.read_text(encoding="utf-8")
-    reworded = original.replace('"""One evaluation job:', '"""(Reworded.) One evaluation job:', 1)
+    reworded = original.replace('"""A run\'s model as', '"""(Reworded.) A run\'s model as', 1)
     assert reworded != original
     shared.write_text(reworded + "\n# a comment\n", encoding="utf-8")
     assert planned_jobs(snakemake(workdir, "-n", repo=repo)) == {}
@@ -410,7 +411,7 @@ def test_a_moved_project_plans_nothing_and_each_module_edit_reruns_the_rules_tha
     assert audit.returncode == 1, audit.stdout + audit.stderr
     for needle in ("results/wftest/metrics/tiny-bert/simcse/seed1/sts.json (stale: code of cli:evaluate",
                    "results/wftest/runs/tiny-bert/simcse/seed1/train.json (stale: code of cli:train",
-                   "evaluation/job.py: "):
+                   "models.py: "):
         assert needle in audit.stdout, audit.stdout[-3000:]
     shared.write_text(original, encoding="utf-8")
 
