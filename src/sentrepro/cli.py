@@ -355,6 +355,13 @@ def cmd_audit(args) -> int:
     return 0 if report.ok else 1
 
 
+def _fixture_names() -> list[str]:
+    """The fixture generators the benchmark units declare (the ``fixture`` command's choices)."""
+    from sentrepro.data.benchmarks import generators
+
+    return list(generators())
+
+
 def build_parser() -> argparse.ArgumentParser:
     # No package imports here: every command runs this, and the code a command depends on is what its
     # own function imports (sentrepro.codedeps); suite and figure names are checked by the command.
@@ -385,7 +392,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_fetch_model)
 
     p = sub.add_parser("fixture", help="write a synthetic fixture in its upstream format (offline demo)")
-    p.add_argument("name", help="generator: senteval, clustering or wos")
+    fixtures = _fixture_names()
+    p.add_argument("name", choices=fixtures, metavar="name",
+                   help=f"the benchmark whose fixture to write: {', '.join(fixtures)} (sentrepro.data.benchmarks)")
     p.add_argument("--out-dir", required=True)
     p.set_defaults(func=cmd_fixture)
 

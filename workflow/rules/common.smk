@@ -2,6 +2,7 @@
 # canonical JSON in params.spec, plus params.code = rule_code("cli:<command>"): the fingerprint of the
 # code the sentrepro command it runs imports (sentrepro.codedeps; check_rule_code below enforces it).
 import os
+import re
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -10,6 +11,7 @@ from snakemake.exceptions import WorkflowError
 
 from sentrepro import registry
 from sentrepro.codedeps import rule_code, shell_entry
+from sentrepro.data import benchmarks as benchmark_units
 from sentrepro.config import validate
 from sentrepro.core import (
     ConfigError,
@@ -170,6 +172,8 @@ def download_record_for(w):
 
 # --- data checks and fixtures (workflow/rules/data.smk) --------------------------------------
 FIXTURES = f"{RES}/fixtures"
+# The `generator` wildcard: the fixtures the benchmark units declare (sentrepro.data.benchmarks).
+FIXTURE_NAMES = "|".join(re.escape(name) for name in benchmark_units.generators())
 
 
 def checked(source: str) -> str:
@@ -454,6 +458,27 @@ def job_code(entry: str, suite: str | None = None):
 
     code.entry = entry
     return code
+
+
+def unit_code(entry: str, unit_module):
+    """params.code of a data job: the command's code plus the benchmark unit it reads (``unit_module(w)``), so
+    an edit of one benchmark's module reruns the fixture and check jobs of that benchmark only."""
+
+    def code(w):
+        return rule_code([entry, unit_module(w)])
+
+    code.entry = entry
+    return code
+
+
+def source_unit(w) -> str:
+    """The module of the benchmark unit declaring the layout of source ``w.source``'s check block."""
+    return benchmark_units.layout_module(config["data"]["sources"][w.source]["check"]["layout"])
+
+
+def fixture_unit(w) -> str:
+    """The module of the benchmark unit whose fixture is ``w.generator``."""
+    return benchmark_units.fixture_module(w.generator)
 
 
 def figure_code(entry: str):

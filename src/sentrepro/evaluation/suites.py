@@ -19,7 +19,8 @@ from sentrepro.data.tasks import transfer_tasks
 from sentrepro.evaluation.job import SuiteJob, mean_reported, resolve_device, source_root, write_metrics
 from sentrepro.evaluation.subsets import SubsetLog
 
-# The seven tasks, their folders in SentEval's data/downstream layout, and their protocols: data/tasks.yaml
+# The seven tasks, their folders in SentEval's data/downstream layout, and their protocols: the transfer unit
+# (sentrepro.data.benchmarks.transfer, read through sentrepro.data.tasks)
 TRANSFER_TASKS = tuple(transfer_tasks())
 CV_TASKS = tuple(task for task, entry in transfer_tasks().items() if entry["protocol"] == "cv")
 TRANSFER_DIRS = {task: entry["dir"] for task, entry in transfer_tasks().items()}
