@@ -250,10 +250,21 @@ def _job_graph(workdir, repo) -> tuple[dict[str, str], dict[str, set[str]], dict
     rules = {job: re.match(r"\w+", label).group(0) for job, label in labels.items()}
     methods = {job: m.group(1) for job, label in labels.items() if (m := re.search(r"method: ([^\\\s]+)", label))}
     figures = {job: m.group(1) for job, label in labels.items() if (m := re.search(r"figure: ([^\\\s]+)", label))}
-    data = {job: dict(re.findall(r"(source|generator): ([^\\\s]+)", label)) for job, label in labels.items()}
     consumers: dict[str, set[str]] = {job: set() for job in rules}
     for source, target in re.findall(r"^\s*(\d+) -> (\d+)", dot, re.M):
         consumers[source].add(target)
+    # a node's label names only the wildcards its inputs' jobs do not have: a data job's source is its own or
+    # the one of the job making its input (check_dataset <- prepare_dataset <- download)
+    data = {job: dict(re.findall(r"(source|generator): ([^\\\s]+)", label)) for job, label in labels.items()}
+    producers = {job: {p for p, c in consumers.items() if job in c} for job in rules}
+    for job in [job for job, rule in rules.items() if rule in ("check_dataset", "prepare_dataset")]:
+        todo = list(producers[job])
+        while "source" not in data[job] and todo:
+            upstream = todo.pop()
+            if "source" in data[upstream]:
+                data[job]["source"] = data[upstream]["source"]
+            else:
+                todo.extend(producers[upstream])
     assert rules and any(consumers.values()) and methods, dot
     return rules, consumers, methods, figures, data
 
