@@ -241,10 +241,10 @@ def test_report_command_builds_a_self_contained_report_with_every_table(finished
 # --- code fingerprints: which edits rerun what; a moved project; stale cells in the audit ----------
 
 
-def _job_graph(workdir, repo) -> tuple[dict[str, str], dict[str, set[str]], dict[str, str], dict[str, str]]:
+def _job_graph(workdir, repo) -> tuple[dict[str, str], dict[str, set[str]], dict[str, str], dict[str, str], dict]:
     """Job id -> rule, job id -> the jobs consuming its outputs, job id -> its ``method`` wildcard (jobs
-    that run one method) and job id -> its ``figure`` wildcard, from `snakemake --dag` (DOT; a node's
-    label lists its wildcards)."""
+    that run one method), job id -> its ``figure`` wildcard and job id -> its ``source``/``generator``
+    wildcards (data jobs), from `snakemake --dag` (DOT; a node's label lists its wildcards)."""
     dot = snakemake(workdir, "--dag", "--forceall", repo=repo).stdout
     labels = dict(re.findall(r'^\s*(\d+)\[label = "([^"]*)"', dot, re.M))
     rules = {job: re.match(r"\w+", label).group(0) for job, label in labels.items()}
@@ -253,8 +253,20 @@ def _job_graph(workdir, repo) -> tuple[dict[str, str], dict[str, set[str]], dict
     consumers: dict[str, set[str]] = {job: set() for job in rules}
     for source, target in re.findall(r"^\s*(\d+) -> (\d+)", dot, re.M):
         consumers[source].add(target)
+    # a node's label names only the wildcards its inputs' jobs do not have: a data job's source is its own or
+    # the one of the job making its input (check_dataset <- prepare_dataset <- download)
+    data = {job: dict(re.findall(r"(source|generator): ([^\\\s]+)", label)) for job, label in labels.items()}
+    producers = {job: {p for p, c in consumers.items() if job in c} for job in rules}
+    for job in [job for job, rule in rules.items() if rule in ("check_dataset", "prepare_dataset")]:
+        todo = list(producers[job])
+        while "source" not in data[job] and todo:
+            upstream = todo.pop()
+            if "source" in data[upstream]:
+                data[job]["source"] = data[upstream]["source"]
+            else:
+                todo.extend(producers[upstream])
     assert rules and any(consumers.values()) and methods, dot
-    return rules, consumers, methods, figures
+    return rules, consumers, methods, figures, data
 
 
 def _downstream(start: set[str], jobs: dict[str, str], consumers: dict[str, set[str]]) -> set[str]:
@@ -313,7 +325,7 @@ def test_a_moved_project_plans_nothing_and_each_module_edit_reruns_the_rules_tha
     # a rule's entry point, plus, for a job of one method, the module defining the method's kind (the
     # registry imports it on demand, so an edit of one method's module reruns that method's jobs only), and
     # likewise the module of an evaluation job's suite and of a figure job's figure
-    jobs, consumers, job_methods, job_figures = _job_graph(workdir, repo)
+    jobs, consumers, job_methods, job_figures, job_data = _job_graph(workdir, repo)
     package = repo / "src" / "sentrepro"
     in_run = set(jobs.values()) - {"all"}
     rule_closures = {rule: {module_file(m) for m in entry_closure(entry, tmp_path)}
@@ -324,6 +336,16 @@ def test_a_moved_project_plans_nothing_and_each_module_edit_reruns_the_rules_tha
 
     def kind_of(method: str) -> str:  # the overlay is deep-merged on config.yaml
         return (overlay["methods"].get(method) or {}).get("kind") or base_methods[method]["kind"]
+
+    def unit_module(rule: str, wildcards: dict) -> str:
+        from sentrepro.data import benchmarks
+
+        if rule == "fixture":
+            return benchmarks.fixture_module(wildcards["generator"])
+        source = wildcards["source"]
+        check = (overlay["data"]["sources"].get(source) or {}).get("check") or \
+            yaml.safe_load((repo / "config.yaml").read_text())["data"]["sources"][source]["check"]
+        return benchmarks.layout_module(check["layout"])
 
     kind_modules = _kind_modules(package)
     suite_modules, figure_modules = _registry_modules(package, "suites"), _registry_modules(package, "figures")
@@ -338,6 +360,8 @@ def test_a_moved_project_plans_nothing_and_each_module_edit_reruns_the_rules_tha
                 extra.append(suite_modules[rule.removeprefix("evaluate_")])
             if job in job_figures:
                 extra.append(figure_modules[job_figures[job]])
+            if rule in ("check_dataset", "fixture"):  # and the benchmark unit it reads (sentrepro.data.benchmarks)
+                extra.append(unit_module(rule, job_data[job]))
             for module in extra:
                 closures[job] |= {module_file(m) for m in entry_closure(module, tmp_path)}
 

@@ -112,20 +112,34 @@ def cmd_fetch_model(args) -> int:
 
 
 def cmd_fixture(args) -> int:
+    from sentrepro.codedeps import set_running_entry
+    from sentrepro.data.benchmarks import fixture_module, generators
     from sentrepro.data.fixtures import write_fixture
 
+    if args.name not in generators():  # the choices, derived from the units (not in build_parser: see there)
+        print(f"sentrepro fixture: unknown fixture {args.name!r} (choose from {', '.join(generators())})",
+              file=sys.stderr)
+        return 2
+    # the unit is imported on demand by discovery: record its module too (unit_code in workflow/rules/common.smk)
+    set_running_entry(["cli:fixture", fixture_module(args.name)])
     for path in write_fixture(args.name, Path(args.out_dir)):
         print(f"fixture {args.name}: wrote {path}")
     return 0
 
 
 def cmd_check_dataset(args) -> int:
+    from sentrepro.codedeps import set_running_entry
+    from sentrepro.data.benchmarks import layout_module, layouts
     from sentrepro.data.check import CHECKED, CheckConfigError, check_source, summary_lines
     from sentrepro.data.records import CountMismatch, DataFormatError
     from sentrepro.fsutil import atomic_write_json
 
+    spec = _spec(args.spec)
+    layout = (spec.get("check") or {}).get("layout")
+    if layout in layouts():  # the unit reading the layout, imported on demand: its module is this job's code too
+        set_running_entry(["cli:check-dataset", layout_module(layout)])
     try:
-        payload = check_source(args.name, _spec(args.spec), Path(args.manifest))
+        payload = check_source(args.name, spec, Path(args.manifest))
     except (DataFormatError, CountMismatch, CheckConfigError, FileNotFoundError) as exc:
         print(f"check of source '{args.name}' FAILED: {exc}", file=sys.stderr)
         return 1
@@ -385,7 +399,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_fetch_model)
 
     p = sub.add_parser("fixture", help="write a synthetic fixture in its upstream format (offline demo)")
-    p.add_argument("name", help="generator: senteval, clustering or wos")
+    p.add_argument("name", help="the benchmark whose fixture to write: one of the fixtures the benchmark units "
+                                "declare (src/sentrepro/data/benchmarks/; an unknown name lists them)")
     p.add_argument("--out-dir", required=True)
     p.set_defaults(func=cmd_fixture)
 

@@ -15,6 +15,17 @@ def job_code(entry: str, suite: str | None = None):
     return code
 
 
+def unit_code(entry: str, unit_module):
+    """params.code of a data job: the command's code plus the benchmark unit it reads (``unit_module(w)``), so
+    an edit of one benchmark's module reruns the fixture and check jobs of that benchmark only."""
+
+    def code(w):
+        return rule_code([entry, unit_module(w)])
+
+    code.entry = entry
+    return code
+
+
 def figure_code(entry: str):
     """params.code of the figure rule: the command's code plus the module drawing the figure (registry)."""
 
@@ -27,7 +38,7 @@ def figure_code(entry: str):
 
 def check_rule_code():
     """Every rule that runs sentrepro code has params.code = rule_code(<the entry its shell command
-    runs>) -- or job_code/figure_code(<entry>) when the registry adds a module per job -- so the command
+    runs>) -- or job_code/figure_code/unit_code(<entry>) when a unit adds a module per job -- so the command
     is the one source of which code a rule depends on; a rule whose code param names anything else (a
     hand-kept list) stops the workflow here."""
     for defined in workflow.rules:

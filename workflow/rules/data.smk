@@ -2,6 +2,9 @@
 # data set, documented counts: CHECKED.json, which every evaluation rule takes as input) -> corpus.
 # Local rules: they need the network (or the mirror) and run on the login node, never via sbatch.
 # Synthetic fixtures (offline demo) are written by `fixture` and enter through fixture:// URLs.
+# The fixtures and check layouts are those the benchmark units declare (sentrepro.data.benchmarks): the
+# `generator` wildcard is derived from them, and a fixture or check job's code adds its unit's module, so
+# editing one benchmark reruns only the jobs reading it and adding one reruns nothing (code.smk: unit_code).
 
 include: "inputs/data.smk"
 
@@ -10,9 +13,9 @@ rule fixture:
     output:
         directory(f"{FIXTURES}/{{generator}}"),
     wildcard_constraints:
-        generator="senteval|clustering|wos",
+        generator=FIXTURE_NAMES,
     params:
-        code=rule_code("cli:fixture"),
+        code=unit_code("cli:fixture", fixture_unit),
     conda:
         "../../envs/data.yaml"
     benchmark:
@@ -72,7 +75,7 @@ rule check_dataset:
         f"{RES}/data/{{source}}/CHECKED.json",
     params:
         spec=lambda w: spec_json(source_slice(config, w.source)),
-        code=rule_code("cli:check-dataset"),
+        code=unit_code("cli:check-dataset", source_unit),
     conda:
         "../../envs/data.yaml"
     benchmark:

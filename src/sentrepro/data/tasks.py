@@ -1,51 +1,39 @@
-"""The benchmark task lists (``tasks.yaml``): which tasks each suite can score and where they sit.
+"""The benchmark task lists: which tasks each suite can score and where they sit, derived from the units.
 
-Light (yaml only): the registry reads it to fill the config schema's task enums, and the suites read
-their task lists from it, so a task is named in one place.
+Each benchmark unit (sentrepro.data.benchmarks) declares its task groups next to its parser; this module
+is the view the rest of the package reads: the registry fills the config schema's task enums from
+:func:`task_names` (registry.yaml: ``{enum_of: <group>}``), and the suites read their task lists here, so
+a task is named in one place.
 """
 
 from __future__ import annotations
 
-import functools
-from pathlib import Path
-
-from sentrepro.fsutil import parse_yaml
-
-# Package data this module reads (sentrepro.codedeps adds it to the code of every rule importing us).
-PACKAGE_DATA = ("tasks.yaml",)
-TASKS_PATH = Path(__file__).resolve().parent / PACKAGE_DATA[0]
-TRANSFER_PROTOCOLS = ("cv", "dev", "fixed_test")
+from sentrepro.data.benchmarks import task_groups
 
 
-@functools.lru_cache(maxsize=None)
-def _tasks() -> dict:
-    with open(TASKS_PATH, encoding="utf-8") as handle:
-        data = parse_yaml(handle)
-    for task, entry in data["transfer"].items():
-        if entry.get("protocol") not in TRANSFER_PROTOCOLS:
-            raise ValueError(f"{TASKS_PATH.name}: transfer.{task}.protocol must be one of {', '.join(TRANSFER_PROTOCOLS)}")
-    return data
+def _group(group: str):
+    groups = task_groups()
+    if group not in groups:
+        raise ValueError(f"no task group '{group}' in the benchmark units (sentrepro.data.benchmarks; "
+                         f"known: {', '.join(groups)})")
+    return groups[group]
 
 
 def task_names(group: str) -> list[str]:
-    """The task (set, version) names of ``group``: sts, transfer, clustering or wos, in file order."""
-    try:
-        entries = _tasks()[group]
-    except KeyError:
-        raise ValueError(f"{TASKS_PATH.name}: no task group '{group}' (known: {', '.join(_tasks())})") from None
-    return list(entries)
+    """The task (set, version) names of ``group``: sts, transfer, clustering or wos, in declaration order."""
+    return list(_group(group))
 
 
 def sts_tasks() -> dict[str, dict]:
     """STS task -> how it is read (``year`` for STS12-16; ``dir_key``, ``default_dir``, ``file`` otherwise)."""
-    return dict(_tasks()["sts"])
+    return dict(_group("sts"))
 
 
 def transfer_tasks() -> dict[str, dict]:
     """Transfer task -> ``{"dir", "protocol"}``."""
-    return dict(_tasks()["transfer"])
+    return dict(_group("transfer"))
 
 
 def clustering_sets() -> dict[str, str]:
     """Clustering set -> its path in the short-text-clustering data/ folder."""
-    return dict(_tasks()["clustering"])
+    return dict(_group("clustering"))

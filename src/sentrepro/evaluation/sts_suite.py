@@ -22,7 +22,7 @@ from sentrepro.evaluation.job import SuiteJob, source_root, write_metrics
 from sentrepro.evaluation.sts import aggregate_subsets, cosine_rows, correlations
 from sentrepro.provenance import file_record
 
-# The STS tasks and where each sits in its source: data/tasks.yaml. STS12-16 are scored per year over
+# The STS tasks and where each sits in its source: the sts unit (data/benchmarks/sts.py). STS12-16 are scored per year over
 # their subsets ("all"); the others from one test file, read by the reader its entry names.
 STS_TASKS = sts_tasks()
 YEARS = {task: entry["year"] for task, entry in STS_TASKS.items() if "year" in entry}

@@ -20,7 +20,8 @@ from sentrepro.evaluation.job import SuiteJob, mean_reported, source_root, write
 from sentrepro.evaluation.subsets import SubsetLog
 from sentrepro.models import resolve_device
 
-# The seven tasks, their folders in SentEval's data/downstream layout, and their protocols: data/tasks.yaml
+# The seven tasks, their folders in SentEval's data/downstream layout, and their protocols: the transfer unit
+# (sentrepro.data.benchmarks.transfer, read through sentrepro.data.tasks)
 TRANSFER_TASKS = tuple(transfer_tasks())
 CV_TASKS = tuple(task for task, entry in transfer_tasks().items() if entry["protocol"] == "cv")
 TRANSFER_DIRS = {task: entry["dir"] for task, entry in transfer_tasks().items()}

@@ -1,8 +1,23 @@
 # Input functions, params and targets of workflow/rules/data.smk, which includes this file first.
 
+import re
+
 from sentrepro.core import corpus_slice, source_slice
+from sentrepro.data import benchmarks as benchmark_units
 
 FIXTURES = f"{RES}/fixtures"
+# The `generator` wildcard: the fixtures the benchmark units declare (sentrepro.data.benchmarks).
+FIXTURE_NAMES = "|".join(re.escape(name) for name in benchmark_units.generators())
+
+
+def source_unit(w) -> str:
+    """The module of the benchmark unit declaring the layout of source ``w.source``'s check block."""
+    return benchmark_units.layout_module(config["data"]["sources"][w.source]["check"]["layout"])
+
+
+def fixture_unit(w) -> str:
+    """The module of the benchmark unit whose fixture is ``w.generator``."""
+    return benchmark_units.fixture_module(w.generator)
 
 
 def download_record_for(w):
