@@ -278,9 +278,10 @@ def _kind_modules(package: Path) -> dict[str, str]:
 
 
 def _registry_modules(package: Path, section: str) -> dict[str, str]:
-    """Suite (or figure) -> the module of its implementation, read from registry.yaml with yaml alone."""
-    entries = yaml.safe_load((package / "registry.yaml").read_text(encoding="utf-8"))[section]
-    return {name: entry["implementation"].split(":")[0] for name, entry in entries.items()}
+    """Suite (or figure) -> the module of its implementation: the module beside its sidecar (yaml alone)."""
+    from tests.module_closures import sidecar_units
+
+    return sidecar_units(section, package)
 
 
 def _behaviour_change(path) -> str:

@@ -360,7 +360,7 @@ def suite_runs_if_enabled(suite):
 
 def table_metrics(w):
     """The metrics files one table reads (its spec's cells x the runs the evaluation plan produces)."""
-    spec = load_table_spec(w.table)
+    spec = load_table_spec(w.table, config["methods"])  # every suite, method and column it names exists
     pairs = table_inputs(spec, RUNS, config["backbones"], suite_runs_if_enabled)
     return [metrics_file(run, suite) for run, suite in pairs]
 
@@ -446,8 +446,8 @@ def verdict_pair_scores(w):
 
 def job_code(entry: str, suite: str | None = None):
     """params.code where each job runs one method (wildcard ``method``), and for evaluation one suite: the
-    command's code plus the modules the registry imports on demand for that job (the method kind's module,
-    the suite's). So an edit of one method's or suite's module reruns its jobs only (registry.job_entries)."""
+    command's code plus the units the job runs (the method kind's, the suite's: module and metadata). So an
+    edit of one method's or suite's unit reruns its jobs only, and a new unit none (registry.job_entries)."""
 
     def code(w):
         return rule_code(registry.job_entries(entry, method_kind(w.method), suite))
@@ -457,10 +457,10 @@ def job_code(entry: str, suite: str | None = None):
 
 
 def figure_code(entry: str):
-    """params.code of the figure rule: the command's code plus the module drawing the figure (registry)."""
+    """params.code of the figure rule: the command's code plus the figure's unit (its module and metadata)."""
 
     def code(w):
-        return rule_code([entry, registry.implementation_module(registry.figure(w.figure).implementation)])
+        return rule_code([entry, registry.unit_entry("figures", w.figure)])
 
     code.entry = entry
     return code
