@@ -35,16 +35,18 @@ def tables_by_kind(reads: dict[str, set[tuple[str, str]]], methods: dict) -> dic
 def format_overview(methods: dict) -> str:
     reads = tables_reading()
     by_kind, by_suite = tables_by_kind(reads, methods), tables_by_suite(reads)
+    wide = max([16, *map(len, registry.methods())]) + 2  # column width: the longest kind (plug-ins' too)
     lines = ["Method kinds (units: methods)",
-             f"  {'kind':<18}{'trains':<8}{'corpus':<11}{'authors':<9}{'params':>7}  origin; module; tables"]
+             f"  {'kind':<{wide}}{'trains':<8}{'corpus':<11}{'authors':<9}{'params':>7}  origin; module; tables"]
     for kind, entry in registry.methods().items():
-        lines.append(f"  {kind:<18}{'yes' if entry.trains else 'no':<8}{entry.training_corpus if entry.trains else '-':<11}"
+        lines.append(f"  {kind:<{wide}}{'yes' if entry.trains else 'no':<8}{entry.training_corpus if entry.trains else '-':<11}"
                      f"{entry.authors_precision or '-':<9}{len(entry.params):>7}  {entry.origin}; "
                      f"{registry.implementation_module(entry.implementation)}; {', '.join(by_kind[kind]) or '-'}")
+    wide = max([13, *map(len, registry.suites())]) + 2
     lines += ["", "Evaluation suites (units: suites; rule evaluate_<suite>)",
-              f"  {'suite':<15}{'data':<8}{'model':<12}{'group':<10}  origin; module; tables"]
+              f"  {'suite':<{wide}}{'data':<8}{'model':<12}{'group':<10}  origin; module; tables"]
     for name, entry in registry.suites().items():
-        lines.append(f"  {name:<15}{entry.data:<8}{entry.model:<12}{entry.group or '-':<10}  {entry.origin}; "
+        lines.append(f"  {name:<{wide}}{entry.data:<8}{entry.model:<12}{entry.group or '-':<10}  {entry.origin}; "
                      f"{registry.implementation_module(entry.implementation)}; {', '.join(by_suite[name]) or '-'}")
     lines += ["", "Figures (units: figures)"]
     for name, entry in registry.figures().items():

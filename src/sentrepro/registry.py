@@ -28,6 +28,15 @@ PRECISIONS = ("fp16", "bf16", "fp32")
 SCHEDULING_KEYS = ("runs", "resources")
 
 
+# The keys a unit's sidecar entry may hold, per section (CONTRIBUTING.md describes each).
+UNIT_KEYS = {
+    "methods": {"implementation", "trains", "training_corpus", "authors_precision", "params", "cost", "benchmark"},
+    "suites": {"implementation", "data", "settings_from", "model", "item_scores", "group", "resources", "cost",
+               "settings"},
+    "figures": {"implementation", "suite", "paper"},
+}
+
+
 class RegistryError(ValueError):
     """A unit's metadata is inconsistent; the message names its sidecar, entry and key."""
 
@@ -82,10 +91,17 @@ def _choice(value, allowed, where: str):
 
 
 def _discovered(section: str) -> dict[str, units.Unit]:
+    """The discovered units of a section, each checked for keys its section does not know (a typo)."""
     try:
-        return units.discover()[section]
+        found = units.discover()[section]
     except units.UnitError as exc:
         raise RegistryError(str(exc)) from None
+    for unit in found.values():
+        unknown = sorted(set(unit.metadata) - UNIT_KEYS[section])
+        if unknown:
+            raise RegistryError(f"{unit.where}: unknown key(s) {', '.join(unknown)} "
+                                f"(allowed: {', '.join(sorted(UNIT_KEYS[section]))})")
+    return found
 
 
 def _params(unit: units.Unit, trains: bool) -> dict:

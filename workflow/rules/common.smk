@@ -392,9 +392,11 @@ def summary_runs() -> list[Run]:
 
 
 def summary_run(run: Run) -> dict:
+    from sentrepro.demo_summary import summary_suite  # its suites, checked (imported only when enabled)
+
     return {"backbone": run.backbone, "method": run.method, "seed": run.seed,
-            "train": f"{run_dir(run)}/train.json", "before": metrics_file(run, "sts_start"),
-            "after": metrics_file(run, "sts")}
+            "train": f"{run_dir(run)}/train.json", "before": metrics_file(run, summary_suite("before")),
+            "after": metrics_file(run, summary_suite("after"))}
 
 
 def demo_summary_spec() -> dict:
