@@ -108,11 +108,12 @@ NEW_KIND_PLAN = {"train": 1, "evaluate_sts": 1, "evaluate_sts_start": 1, "evalua
 
 
 def _copy_with_tests(target: Path) -> Path:
-    """copy_checkout plus what running the test suite there needs (tests/, benchmarks/, pyproject.toml)."""
+    """copy_checkout plus what running the test suite there needs (tests/, benchmarks/, profiles/,
+    pyproject.toml)."""
     repo = copy_checkout(target)
     ignore = shutil.ignore_patterns("__pycache__", ".pytest_cache")
-    shutil.copytree(REPO / "tests", repo / "tests", ignore=ignore)
-    shutil.copytree(REPO / "benchmarks", repo / "benchmarks", ignore=ignore)
+    for folder in ("tests", "benchmarks", "profiles"):
+        shutil.copytree(REPO / folder, repo / folder, ignore=ignore)
     shutil.copy2(REPO / "pyproject.toml", repo / "pyproject.toml")
     return repo
 

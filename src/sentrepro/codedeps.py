@@ -511,21 +511,52 @@ def _record(entries: tuple[str, ...]) -> str:
     return json.dumps(record)
 
 
+def _plugin_module_file(base: Path, name: str) -> Path | None:
+    """The file of module ``name`` inside a plug-in's top-level package ``base`` (None: not one of its)."""
+    path = base.parent.joinpath(*name.split("."))
+    for candidate in (path / "__init__.py", path.with_suffix(".py")):
+        if candidate.is_file() and (candidate == base or base in candidate.parents):
+            return candidate
+    return None
+
+
 def _plugin_files(unit) -> dict[str, str]:
-    """A plug-in's code: every module of its top-level package (its sidecars are hashed per unit), plus the
-    sentrepro modules those import (and their closure), each by its normalised fingerprint."""
+    """A plug-in unit's code: its module and every module of its own top-level package that it imports,
+    followed through their imports (parent ``__init__`` files included), plus the closure of the sentrepro
+    modules they import, each by its normalised fingerprint. Another unit of the same plug-in is not part
+    of it unless imported, so editing one plug-in unit reruns its own jobs only."""
     base = unit.package_dir
-    files = sorted(base.rglob("*.py")) if base.is_dir() else [base]
+    top = unit.module.split(".")[0]
     label = unit.origin.split("==")[0]
-    fingerprints, ours = {}, set()
-    for path in files:
-        fingerprints[f"plugin:{label}/{path.relative_to(base.parent).as_posix()}"] = file_fingerprint(str(path))
-        tree = ast.parse(path.read_bytes().decode("utf-8"), filename=str(path))
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                ours.update(alias.name for alias in node.names)
-            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
-                ours.update([node.module] + [f"{node.module}.{alias.name}" for alias in node.names])
+    fingerprints, ours, seen = {}, set(), set()
+    todo = [unit.module]
+    while todo:
+        name = todo.pop()
+        parts = name.split(".")
+        for end in range(1, len(parts) + 1):  # importing a.b.c runs a/__init__.py and a/b/__init__.py
+            path = _plugin_module_file(base, ".".join(parts[:end])) if base.is_dir() else \
+                (base if ".".join(parts[:end]) == top else None)
+            if path is None or path in seen:
+                continue
+            seen.add(path)
+            fingerprints[f"plugin:{label}/{path.relative_to(base.parent).as_posix()}"] = file_fingerprint(str(path))
+            package = ".".join(parts[:end]) if path.name == "__init__.py" else ".".join(parts[:end - 1])
+            for node in ast.walk(ast.parse(path.read_bytes().decode("utf-8"), filename=str(path))):
+                if isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom):
+                    module = node.module or ""
+                    if node.level:
+                        anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                        module = ".".join(anchor + ([module] if module else []))
+                    names = [module] + [f"{module}.{alias.name}" for alias in node.names]
+                else:
+                    continue
+                for imported in names:
+                    if imported.split(".")[0] == top:
+                        todo.append(imported)
+                    elif imported.split(".")[0] == PACKAGE:
+                        ours.add(imported)
     for rel in closure_files(_package_modules_of(ours)):
         fingerprints[rel] = file_fingerprint(rel)
     return fingerprints
