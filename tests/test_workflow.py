@@ -320,6 +320,8 @@ def _behaviour_change(path) -> str:
         return text + "\n_PROBE = 1\n"
     if '\ntitle: "' in text:  # a table spec (validated while the workflow plans: no unknown keys)
         return text.replace('\ntitle: "', '\ntitle: "PROBE ', 1)
+    if path.name == "reported.yaml":  # validated while the workflow plans too (table specs' rows and columns)
+        return text.replace("68.40", "68.41", 1)
     if "\n  item_seed: 0" in text:  # claims.yaml (validated too): another bootstrap seed
         return text.replace("\n  item_seed: 0", "\n  item_seed: 1", 1)
     return text + "\n_probe: 1\n"
