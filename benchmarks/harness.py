@@ -45,7 +45,7 @@ from sentrepro.train import TrainSettings, batch_indices, build_optimization, de
 
 SHARED_DATA = Path(os.environ.get("SENTREPRO_SHARED_DATA", REPO.parent / "shared" / "data"))
 WIKI_FILE = "wiki/wiki1m_for_simcse.first1280000bytes.txt"
-# config.yaml methods timed: each trained kind's recipes (registry.yaml `benchmark`: both MoCoUTRL protocols)
+# config.yaml methods timed: each trained kind's recipes (each kind's `benchmark` in its sidecar: both MoCoUTRL protocols)
 TRAINABLE = tuple(registry.benchmark_methods())
 ADJECTIVE_SWAPS = (("good", "fine", "bad"), ("old", "ancient", "new"), ("large", "big", "small"),
                    ("early", "premature", "late"), ("happy", "glad", "sad"), ("warm", "hot", "cold"))

@@ -50,8 +50,19 @@ def _rule_names(name: str, body: str) -> list[str]:
     if name:
         return [name]
     template = re.search(r'name:\s*f"([^"]+)"', body).group(1)
-    suites = yaml.safe_load((PACKAGE / "registry.yaml").read_text(encoding="utf-8"))["suites"]
-    return [template.replace("{_suite}", suite) for suite in suites]
+    return [template.replace("{_suite}", suite) for suite in sidecar_units("suites")]
+
+
+def sidecar_units(section: str, package: Path = PACKAGE) -> dict[str, str]:
+    """Unit name -> its module, for one section (suites, methods, figures) of every ``<module>.units.yaml``
+    sidecar of the package, read with yaml alone (not through sentrepro.units)."""
+    found = {}
+    for sidecar in sorted(package.rglob("*.units.yaml")):
+        rel = sidecar.relative_to(package.parent)
+        module = ".".join([*rel.parent.parts, sidecar.name.removesuffix(".units.yaml")])
+        for name in (yaml.safe_load(sidecar.read_text(encoding="utf-8")) or {}).get(section, {}):
+            found[name] = module
+    return found
 
 
 def cli_commands() -> dict:

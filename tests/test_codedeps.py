@@ -44,10 +44,18 @@ def test_no_module_but_the_cli_imports_the_cli():
 
 
 def test_every_package_data_file_is_declared_by_a_module():
+    """Every data file is either declared by the module reading it (PACKAGE_DATA) or unit metadata (a
+    sidecar or shared parameter file, fingerprinted per unit), never both: a sidecar declared as package
+    data would put every unit's metadata into the code of every job."""
+    from sentrepro import units
+
     declared = {rel for module in codedeps.package_modules() for rel in codedeps.declared_data(module)}
+    unit_files = {p.relative_to(codedeps.PACKAGE_DIR).as_posix() for pattern in units.UNIT_FILES
+                  for p in codedeps.PACKAGE_DIR.glob(pattern)}
     shipped = {p.relative_to(codedeps.PACKAGE_DIR).as_posix() for p in codedeps.PACKAGE_DIR.rglob("*")
                if p.is_file() and p.suffix not in (".py", ".pyc") and "__pycache__" not in p.parts}
-    assert shipped == declared
+    assert shipped == declared | unit_files and not declared & unit_files
+    assert {"methods/simcse.units.yaml", "train.params.yaml"} <= unit_files
     assert "tables/reported.yaml" in codedeps.closure_files(["cli:table"])
     assert "tables/reported.yaml" not in codedeps.closure_files(["cli:train"])
 
@@ -162,27 +170,78 @@ def test_an_evaluation_job_covers_its_own_suite_module_only():
     assert "evaluation/suites.py" in clustering and "evaluation/sts_suite.py" not in clustering
 
 
-def test_registry_keys_that_only_schedule_change_no_fingerprint(package_copy):
-    """registry.yaml's `fingerprint_ignores` (resources, cost, ...) leave every job's code as it was; an
-    implementation change does not."""
-    entries = ["cli:evaluate", "sentrepro.methods.simcse", "sentrepro.evaluation.sts_suite"]
-    before = codedeps.rule_code(entries)
-    registry_file = package_copy / "registry.yaml"
-    text = registry_file.read_text()
+@pytest.fixture
+def units_copy(package_copy, monkeypatch):
+    """package_copy, with unit discovery and the registry reading the copy too."""
+    from sentrepro import registry, units
+
+    def clear():
+        for function in (units.discover, units.shared_parameters, registry.methods, registry.suites,
+                         registry.figures, registry._method_params, codedeps.file_fingerprint, codedeps._record):
+            function.cache_clear()
+
+    clear()
+    monkeypatch.setattr(units, "PACKAGE_DIR", package_copy)
+    yield package_copy
+    clear()
+
+
+def _unit_codes(units_copy) -> dict[tuple, str]:
+    """(kind, suite) -> the code fingerprint of an evaluation job, for a few kinds and suites, recomputed."""
+    from sentrepro import registry, units
+
+    for function in (units.discover, units.shared_parameters, registry.methods, registry.suites,
+                     registry._method_params, codedeps.file_fingerprint, codedeps._record):
+        function.cache_clear()
+    return {(kind, suite): codedeps.rule_code(registry.job_entries("cli:evaluate", kind, suite))
+            for kind in ("simcse", "esimcse", "frozen") for suite in ("sts", "clustering")}
+
+
+def test_unit_keys_that_only_schedule_change_no_fingerprint(units_copy):
+    """A unit's resources, group and cost leave every job's code as it was; what a suite reads does not."""
+    before = _unit_codes(units_copy)
+    sidecar = units_copy / "evaluation" / "sts_suite.units.yaml"
+    text = sidecar.read_text()
     for old, new in (("resources: {mem_mb: 8000, runtime: 30, cpus_per_task: 2, gpu: 0}",
                       "resources: {mem_mb: 9000, runtime: 45, cpus_per_task: 4, gpu: 1}"),
                      ("cost: {small: 20, base: 60, large: 150}", "cost: {small: 21, base: 61, large: 151}"),
                      ("    group: evaluate\n", "    group: other\n")):
         assert old in text
         text = text.replace(old, new)
-    registry_file.write_text(text)
-    codedeps.file_fingerprint.cache_clear()
-    codedeps._record.cache_clear()
-    assert codedeps.rule_code(entries) == before
-    registry_file.write_text(text.replace("    data: sts\n", "    data: source\n", 1))  # what a suite reads
-    codedeps.file_fingerprint.cache_clear()
-    codedeps._record.cache_clear()
-    assert codedeps.rule_code(entries) != before
+    sidecar.write_text(text)
+    assert _unit_codes(units_copy) == before
+    sidecar.write_text(text.replace("    data: source\n", "    data: sts\n", 1))  # what the STS suite reads
+    after = _unit_codes(units_copy)
+    assert {key for key in before if after[key] != before[key]} == {("simcse", "sts"), ("esimcse", "sts"),
+                                                                    ("frozen", "sts")}
+
+
+def test_a_new_unit_changes_no_fingerprint_and_a_unit_edit_only_its_own(units_copy):
+    """Adding a unit (a module and its sidecar) changes no existing job's code; editing one unit's
+    parameter schema changes the code of its jobs only; the shared trainer keys are the trained kinds'."""
+    from sentrepro import registry
+
+    before = _unit_codes(units_copy)
+    methods = units_copy / "methods"
+    (methods / "probe_kind.py").write_text("from sentrepro.methods.simcse import SimCSE\n\n\n"
+                                           "class Probe(SimCSE):\n    kind = 'probe_kind'\n")
+    (methods / "probe_kind.units.yaml").write_text(
+        "methods:\n  probe_kind:\n    implementation: Probe\n    trains: true\n    authors_precision: fp32\n"
+        "    params:\n      temperature: {type: number}\n")
+    codedeps.package_modules.cache_clear()
+    assert _unit_codes(units_copy) == before
+    assert "probe_kind" in registry.methods() and "lr" in registry.method("probe_kind").params
+    sidecar = methods / "esimcse.units.yaml"
+    sidecar.write_text(sidecar.read_text().replace("dup_rate: {type: number, exclusiveMinimum: 0,",
+                                                   "dup_rate: {type: number, exclusiveMinimum: 0.01,"))
+    after = _unit_codes(units_copy)
+    assert {key for key in before if after[key] != before[key]} == {("esimcse", "sts"), ("esimcse", "clustering")}
+    trainer = units_copy / "train.params.yaml"
+    trainer.write_text(trainer.read_text().replace("lr: {type: number, exclusiveMinimum: 0}",
+                                                   "lr: {type: number, exclusiveMinimum: 0, maximum: 1}"))
+    changed = _unit_codes(units_copy)
+    assert {key for key in before if changed[key] != after[key]} == {(k, s) for k in ("simcse", "esimcse")
+                                                                     for s in ("sts", "clustering")}
 
 
 # --- the content-addressed fingerprint cache ----------------------------------------------------

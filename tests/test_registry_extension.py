@@ -1,16 +1,23 @@
-"""CONTRIBUTING.md's recipe, followed once for real: a new method and a new suite through the registry alone.
+"""CONTRIBUTING.md's recipe, followed for real on a copy of a finished tiny run: a new method kind and a new
+suite, each one module plus its ``<module>.units.yaml`` sidecar, and nothing else.
 
-A copy of the checkout gets two new modules (a method kind and an evaluation suite), one entry each in
-``registry.yaml``, and nothing else; a config overlay trains the new method on the tiny model and runs
-the new suite (and STS) on it, through the real workflow. The new kind's parameters are validated from its
-registry entry, its jobs' code fingerprints name its module, and editing the new suite's module reruns
-that suite's jobs only.
+A checkout copy first runs the tiny workflow to the end. The recipe then adds two new modules with their
+sidecars; a config overlay trains the new method on the tiny model and runs the new suite (and STS) on
+it. The plan of that extension is exactly the new kind's jobs and what shows them (the demo summary): no
+existing job reruns, since no sidecar is in another unit's code. Editing the new unit's parameter schema,
+or its module, reruns its jobs only. The extended copy still collects its test suite and passes the fast
+tier of the tests that read the registry (the benchmarks' recipe list used to require every trained kind
+in config.yaml). A table spec naming an unknown suite stops the plan, naming the file and the key.
 """
 
 from __future__ import annotations
 
 import filecmp
 import json
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -66,85 +73,185 @@ def run_norms(job: SuiteJob, manifest: Path, out: Path) -> dict:
                          aggregation=f"mean L2 norm of the STS-B {split} sentence vectors")
 '''
 
-METHOD_ENTRY = {"implementation": "sentrepro.methods.mean_simcse:MeanSimCSE", "trains": True,
-                "training_corpus": "sentences", "authors_precision": "fp32",
-                "params": ["trainer", "temperature", "max_seq_length"], "cost": {"encoder_passes": 2}}
-SUITE_ENTRY = {"implementation": "sentrepro.evaluation.norms_suite:run_norms", "data": "sts", "model": "checkpoint",
-               "resources": {"mem_mb": 2000, "runtime": 10, "cpus_per_task": 1, "gpu": 0},
-               "cost": {"small": 5, "base": 10, "large": 20},
-               "settings": {"description": "mean L2 norm of STS-B sentence vectors",
-                            "properties": {"split": {"enum": ["dev", "test"], "default": "test"},
-                                           "device": {"$ref": "#/$defs/suite_device"}}}}
+METHOD_UNITS = """# mean_simcse.py's unit (a method kind added by CONTRIBUTING.md's recipe)
+methods:
+  mean_simcse:
+    implementation: MeanSimCSE
+    trains: true
+    training_corpus: sentences
+    authors_precision: fp32
+    params:
+      temperature: {type: number, exclusiveMinimum: 0}
+      max_seq_length: {type: integer, minimum: 4}
+    cost: {encoder_passes: 2, sequence_factor: 1.0}
+"""
+SUITE_UNITS = """# norms_suite.py's unit (a suite added by CONTRIBUTING.md's recipe)
+suites:
+  norms:
+    implementation: run_norms
+    data: sts
+    model: checkpoint
+    resources: {mem_mb: 2000, runtime: 10, cpus_per_task: 1, gpu: 0}
+    cost: {small: 5, base: 10, large: 20}
+    settings:
+      description: mean L2 norm of STS-B sentence vectors
+      properties:
+        split: {enum: [dev, test], default: test}
+        device: {$ref: "#/$defs/suite_device"}
+"""
 RUN = "tiny-bert/mean-simcse/seed1"
+# The new run's jobs and what shows it: training, STS at step 0 and after (the demo summary reads both),
+# the new suite, and the demo summary (every trained run). Nothing that exists: no tokenize, no SimCSE
+# or frozen job, no table or verdicts (no spec names the new method).
+NEW_KIND_PLAN = {"train": 1, "evaluate_sts": 1, "evaluate_sts_start": 1, "evaluate_norms": 1, "demo_summary": 1,
+                 "all": 1}
+
+
+def _copy_with_tests(target: Path) -> Path:
+    """copy_checkout plus what running the test suite there needs (tests/, benchmarks/, profiles/,
+    pyproject.toml)."""
+    repo = copy_checkout(target)
+    ignore = shutil.ignore_patterns("__pycache__", ".pytest_cache")
+    for folder in ("tests", "benchmarks", "profiles"):
+        shutil.copytree(REPO / folder, repo / folder, ignore=ignore)
+    shutil.copy2(REPO / "pyproject.toml", repo / "pyproject.toml")
+    return repo
 
 
 @pytest.fixture(scope="module")
-def extended(tmp_path_factory, shared_data, tiny_models):
-    """A checkout extended by the recipe, and one workflow run of the new method and suite."""
+def finished(tmp_path_factory, shared_data, tiny_models):
+    """A copy of the checkout and one finished tiny run of it (STS, a table, verdicts, the demo summary)."""
     root = tmp_path_factory.mktemp("extended")
-    repo = copy_checkout(root / "checkout")
-    package = repo / "src" / "sentrepro"
-    (package / "methods" / "mean_simcse.py").write_text(METHOD_MODULE, encoding="utf-8")
-    (package / "evaluation" / "norms_suite.py").write_text(SUITE_MODULE, encoding="utf-8")
-    registry = yaml.safe_load((package / "registry.yaml").read_text(encoding="utf-8"))
-    registry["methods"]["mean_simcse"] = METHOD_ENTRY
-    registry["suites"]["norms"] = SUITE_ENTRY
-    (package / "registry.yaml").write_text(yaml.safe_dump(registry, sort_keys=False), encoding="utf-8")
-
+    repo = _copy_with_tests(root / "checkout")
     overlay = tiny_overlay(shared_data, tiny_models, experiment="wfext")
-    overlay["methods"] = {"mean-simcse": {"kind": "mean_simcse", "params": {
-        "temperature": 0.05, "max_seq_length": 32, "max_steps": 4, "eval_steps": 2, "batch_size": 8, "lr": 1e-4}}}
-    overlay["matrix"] = [{"backbones": ["tiny-bert"], "methods": ["mean-simcse"], "seeds": [1]}]
-    overlay["evaluation"]["suites"] = ["sts", "norms"]
+    overlay["evaluation"]["suites"] = ["sts"]
     overlay["evaluation"]["figures"] = []
-    overlay["evaluation"]["norms"] = {"split": "test"}
-    overlay["tables"] = []
+    overlay["tables"] = ["sts_main"]
+    overlay["demo_summary"] = {"enabled": True}
     workdir = root / "work"
     write_overlay(workdir, overlay)
     snakemake(workdir, repo=repo)
     return repo, workdir
 
 
-def test_only_the_registry_and_two_new_modules_differ_from_the_checkout(extended):
-    repo, _ = extended
+@pytest.fixture(scope="module")
+def extended(finished):
+    """The recipe applied to the finished copy: two modules, two sidecars, an overlay naming them. Returns
+    the plan of the extension (before running it), then runs it."""
+    repo, workdir = finished
+    package = repo / "src" / "sentrepro"
+    (package / "methods" / "mean_simcse.py").write_text(METHOD_MODULE, encoding="utf-8")
+    (package / "methods" / "mean_simcse.units.yaml").write_text(METHOD_UNITS, encoding="utf-8")
+    (package / "evaluation" / "norms_suite.py").write_text(SUITE_MODULE, encoding="utf-8")
+    (package / "evaluation" / "norms_suite.units.yaml").write_text(SUITE_UNITS, encoding="utf-8")
+    overlay = yaml.safe_load((workdir / "overlay.yaml").read_text())
+    overlay["methods"]["mean-simcse"] = {"kind": "mean_simcse", "params": {
+        "temperature": 0.05, "max_seq_length": 32, "max_steps": 4, "eval_steps": 2, "batch_size": 8, "lr": 1e-4}}
+    overlay["matrix"].append({"backbones": ["tiny-bert"], "methods": ["mean-simcse"], "seeds": [1]})
+    overlay["evaluation"]["suites"] = ["sts", "norms"]
+    overlay["evaluation"]["norms"] = {"split": "test", "runs": {"methods": ["mean-simcse"]}}
+    write_overlay(workdir, overlay)
+    plan = planned_jobs(snakemake(workdir, "-n", repo=repo))
+    snakemake(workdir, repo=repo)
+    return repo, workdir, plan
+
+
+def test_adding_a_method_kind_plans_only_its_jobs_and_what_shows_it(extended):
+    _, _, plan = extended
+    assert plan == NEW_KIND_PLAN
+
+
+def test_only_two_new_modules_and_their_sidecars_differ_from_the_checkout(extended):
+    repo, _, _ = extended
     differing = []
-    for copied in sorted(p for p in repo.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+    for copied in sorted(p for p in (repo / "src").rglob("*") if p.is_file() and "__pycache__" not in p.parts):
         original = REPO / copied.relative_to(repo)
         if not original.exists() or not filecmp.cmp(copied, original, shallow=False):
             differing.append(copied.relative_to(repo).as_posix())
-    assert differing == ["src/sentrepro/evaluation/norms_suite.py", "src/sentrepro/methods/mean_simcse.py",
-                         "src/sentrepro/registry.yaml"]
+    assert differing == ["src/sentrepro/evaluation/norms_suite.py", "src/sentrepro/evaluation/norms_suite.units.yaml",
+                         "src/sentrepro/methods/mean_simcse.py", "src/sentrepro/methods/mean_simcse.units.yaml"]
 
 
 def test_the_new_method_trains_and_the_new_suite_scores_it(extended):
-    _, workdir = extended
+    _, workdir, _ = extended
     metrics = workdir / "results" / "wfext" / "metrics" / RUN
     summary = json.loads((workdir / "results" / "wfext" / "runs" / RUN / "train.json").read_text())
-    assert summary["steps"] == 4 and summary["precision"]["authors"] == "fp32"  # the registry entry's precision
+    assert summary["steps"] == 4 and summary["precision"]["authors"] == "fp32"  # the sidecar's precision
     norms = json.loads((metrics / "norms.json").read_text())
     assert norms["suite"] == "norms" and norms["results"]["mean_norm"]["n"] == 2 * 1379  # STS-B test pairs
     assert norms["results"]["mean_norm"]["reported"] > 0
     sts = json.loads((metrics / "sts.json").read_text())
     assert -100 < sts["results"]["STSBenchmark"]["reported"] < 100 and (metrics / "sts.pairs.npz").exists()
-    # the jobs' code: the command plus the modules the registry imported for them
-    assert "sentrepro.methods.mean_simcse" in summary["provenance"]["code_fingerprint"]["entries"]
+    # the jobs' code: the command plus the units they run (module and metadata), each unit's origin
+    code = summary["provenance"]["code_fingerprint"]
+    assert "unit:method:mean_simcse" in code["entries"] and code["units"]["unit:method:mean_simcse"] == "built-in"
+    assert {"methods/mean_simcse.py", "unit:method:mean_simcse"} <= set(code["modules"])
     entries = norms["provenance"]["code_fingerprint"]["entries"]
-    assert {"sentrepro.methods.mean_simcse", "sentrepro.evaluation.norms_suite"} <= set(entries)
-    assert "sentrepro.evaluation.norms_suite" not in sts["provenance"]["code_fingerprint"]["entries"]
+    assert {"unit:method:mean_simcse", "unit:suite:norms"} <= set(entries)
+    assert "unit:suite:norms" not in sts["provenance"]["code_fingerprint"]["entries"]
+    table = (workdir / "results" / "wfext" / "tables" / "demo_summary.csv").read_text()
+    assert "mean-simcse" in table
 
 
-def test_the_new_kind_takes_only_its_registered_params_and_an_edit_reruns_its_suite_only(extended, tmp_path):
-    repo, workdir = extended
+def test_editing_the_new_unit_reruns_its_jobs_only(extended, tmp_path):
+    repo, workdir, _ = extended
     assert planned_jobs(snakemake(workdir, "-n", repo=repo)) == {}
     overlay = yaml.safe_load((workdir / "overlay.yaml").read_text())
     overlay["methods"]["mean-simcse"]["params"]["dup_rate"] = 0.3  # an ESimCSE parameter
     bad = write_overlay(tmp_path, overlay)
     failed = snakemake(workdir, "-n", overlay=bad, repo=repo, check=False)
     assert failed.returncode != 0 and "methods.mean-simcse.params.dup_rate" in failed.stdout + failed.stderr
-    suite = repo / "src" / "sentrepro" / "evaluation" / "norms_suite.py"
-    original = suite.read_text()
-    suite.write_text(original.replace("norms.mean()", "norms.mean() + 0.0"))
+    own_jobs = {rule: n for rule, n in NEW_KIND_PLAN.items()}
+    edits = [(repo / "src" / "sentrepro" / "methods" / "mean_simcse.units.yaml",  # its parameter schema
+              "temperature: {type: number, exclusiveMinimum: 0}", "temperature: {type: number, exclusiveMinimum: 0, maximum: 1}",
+              own_jobs),
+             (repo / "src" / "sentrepro" / "methods" / "mean_simcse.units.yaml",  # its cost: schedules only
+              "cost: {encoder_passes: 2,", "cost: {encoder_passes: 3,", {}),
+             (repo / "src" / "sentrepro" / "evaluation" / "norms_suite.py",  # the new suite's module
+              "norms.mean()", "norms.mean() + 0.0", {"evaluate_norms": 1, "all": 1})]
+    for path, old, new, expected in edits:
+        original = path.read_text()
+        assert old in original
+        path.write_text(original.replace(old, new))
+        try:
+            assert planned_jobs(snakemake(workdir, "-n", repo=repo)) == expected, (path.name, new)
+        finally:
+            path.write_text(original)
+
+
+def test_the_extended_copy_collects_and_passes_the_fast_tier_of_the_registry_tests(extended, shared_data):
+    """The new trained kind is defined only by its sidecar and the overlay (config.yaml has no method of
+    that name): the test suite of the extended copy still collects, and the fast tests that read the
+    registry (the benchmarks' recipe list, the schema, the units, the fingerprints) pass there. Restricted
+    to those files: the whole fast tier takes minutes more and reads nothing else of the registry."""
+    repo, _, _ = extended
+    env = {**os.environ, "PYTHONPATH": f"{repo / 'src'}{os.pathsep}{repo}", "SENTREPRO_SHARED_DATA": str(shared_data)}
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q"]
+    collected = subprocess.run([*command, "--collect-only"], cwd=repo, env=env, capture_output=True, text=True,
+                               timeout=900)
+    assert collected.returncode == 0, collected.stdout[-3000:] + collected.stderr[-3000:]
+    assert "INTERNALERROR" not in collected.stdout + collected.stderr
+    fast = subprocess.run([*command, "-m", "not slow and not slurm and not heavy", "tests/test_units.py",
+                           "tests/test_config.py", "tests/test_perf_parity.py", "tests/test_gpu_check.py",
+                           "tests/test_overview.py", "tests/test_codedeps.py", "tests/test_eval_plan.py"],
+                          cwd=repo, env=env, capture_output=True, text=True, timeout=1800)
+    assert fast.returncode == 0, fast.stdout[-4000:] + fast.stderr[-2000:]
+    assert " passed" in fast.stdout and " failed" not in fast.stdout
+    # the copy's own package was tested (a new kind is visible there), not the checkout's
+    probe = subprocess.run([sys.executable, "-c", "from sentrepro import registry; print(registry.method('mean_simcse').origin)"],
+                           cwd=repo, env=env, capture_output=True, text=True, timeout=120)
+    assert probe.stdout.strip() == "built-in", probe.stderr
+
+
+def test_a_table_spec_naming_an_unknown_suite_stops_the_plan_naming_file_and_key(finished, tmp_path):
+    repo, workdir = finished
+    spec = repo / "src" / "sentrepro" / "tables" / "specs" / "sts_main.yaml"
+    original = spec.read_text()
+    assert "\nsuite: sts\n" in original
+    spec.write_text(original.replace("\nsuite: sts\n", "\nsuite: sts_main_typo\n"))
     try:
-        assert planned_jobs(snakemake(workdir, "-n", repo=repo)) == {"evaluate_norms": 1, "all": 1}
+        failed = snakemake(workdir, "-n", repo=repo, check=False)
     finally:
-        suite.write_text(original)
+        spec.write_text(original)
+    assert failed.returncode != 0
+    assert "sts_main.yaml: suite: 'sts_main_typo' is no evaluation suite" in failed.stdout + failed.stderr

@@ -290,18 +290,50 @@ def _kind_modules(package: Path) -> dict[str, str]:
 
 
 def _registry_modules(package: Path, section: str) -> dict[str, str]:
-    """Suite (or figure) -> the module of its implementation, read from registry.yaml with yaml alone."""
-    entries = yaml.safe_load((package / "registry.yaml").read_text(encoding="utf-8"))[section]
-    return {name: entry["implementation"].split(":")[0] for name, entry in entries.items()}
+    """Suite (or figure) -> the module of its implementation: the module beside its sidecar (yaml alone)."""
+    from tests.module_closures import sidecar_units
+
+    return sidecar_units(section, package)
+
+
+def _first_unit(path: Path) -> tuple[str, str]:
+    """(section, name) of the first unit of a ``*.units.yaml`` sidecar."""
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    section = next(iter(data))
+    return section, next(iter(data[section]))
+
+
+def _unit_change(path: Path) -> str:
+    """An edit of a sidecar (or of train.params.yaml) that changes what its first unit's jobs depend on:
+    a new parameter in a kind's schema, a new setting in a suite's, another paper for a figure."""
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if path.name.endswith(".params.yaml"):
+        next(iter(data.values()))["probe_param"] = {"type": "integer"}
+    else:
+        section, name = _first_unit(path)
+        unit = data[section][name]
+        if section == "methods":
+            unit.setdefault("params", {})["probe_param"] = {"type": "integer"}
+        elif section == "suites" and "settings" in unit:
+            unit["settings"].setdefault("properties", {})["probe_setting"] = {"type": "integer"}
+        elif section == "suites":
+            unit["item_scores"] = not unit.get("item_scores", False)
+        else:
+            unit["paper"] = f"{unit['paper']} probe"
+    return yaml.safe_dump(data, sort_keys=False)
 
 
 def _behaviour_change(path) -> str:
     """An edit that changes what a file does (not a comment): a new statement, or a changed value."""
     text = path.read_text(encoding="utf-8")
+    if path.name.endswith((".units.yaml", ".params.yaml")):
+        return _unit_change(path)
     if path.suffix == ".py":
         return text + "\n_PROBE = 1\n"
     if '\ntitle: "' in text:  # a table spec (validated while the workflow plans: no unknown keys)
         return text.replace('\ntitle: "', '\ntitle: "PROBE ', 1)
+    if path.name == "reported.yaml":  # validated while the workflow plans too (table specs' rows and columns)
+        return text.replace("68.40", "68.41", 1)
     if "\n  item_seed: 0" in text:  # claims.yaml (validated too): another bootstrap seed
         return text.replace("\n  item_seed: 0", "\n  item_seed: 1", 1)
     return text + "\n_probe: 1\n"
@@ -324,7 +356,8 @@ def test_a_moved_project_plans_nothing_and_each_module_edit_reruns_the_rules_tha
     # which job's code uses which file, computed without sentrepro.codedeps (see tests/module_closures.py):
     # a rule's entry point, plus, for a job of one method, the module defining the method's kind (the
     # registry imports it on demand, so an edit of one method's module reruns that method's jobs only), and
-    # likewise the module of an evaluation job's suite and of a figure job's figure
+    # likewise the module of an evaluation job's suite and of a figure job's figure. A unit's sidecar is
+    # its own jobs' code alone: editing it reruns those jobs, never all of them (as registry.yaml did)
     jobs, consumers, job_methods, job_figures, job_data = _job_graph(workdir, repo)
     package = repo / "src" / "sentrepro"
     in_run = set(jobs.values()) - {"all"}
@@ -365,7 +398,29 @@ def test_a_moved_project_plans_nothing_and_each_module_edit_reruns_the_rules_tha
             for module in extra:
                 closures[job] |= {module_file(m) for m in entry_closure(module, tmp_path)}
 
+    def unit_of(job: str, section: str) -> str | None:
+        """The method kind, suite or figure a job runs (None when it runs none of that section)."""
+        if section == "methods":
+            return kind_of(job_methods[job]) if job in job_methods and jobs[job] in rule_closures else None
+        if section == "suites":
+            return jobs[job].removeprefix("evaluate_") if jobs[job].startswith("evaluate_") else None
+        return job_figures.get(job)
+
+    trained_kinds = {kind for sidecar in package.rglob("*.units.yaml")
+                     for kind, unit in (yaml.safe_load(sidecar.read_text()).get("methods") or {}).items()
+                     if unit.get("trains")}
+
     def users(rel: str) -> set[str]:
+        # unit metadata: the jobs running the edited unit (a sidecar's first), or every trained kind's
+        # (the training loop's keys, which every trained kind accepts); never any other job
+        if rel.endswith(".params.yaml"):
+            return {job for job in closures if unit_of(job, "methods") in trained_kinds}
+        if rel.endswith(".units.yaml"):
+            section, name = _first_unit(package / rel)
+            names = {name} | {other for sidecar in package.rglob("*.units.yaml")  # suites reading its settings
+                              for other, unit in (yaml.safe_load(sidecar.read_text()).get(section) or {}).items()
+                              if unit.get("settings_from") == name}
+            return {job for job in closures if unit_of(job, section) in names}
         if rel.endswith(".py"):
             return {job for job, files in closures.items() if rel in files}
         readers = {module_file(m) for m in data_readers(rel)}
@@ -378,9 +433,11 @@ def test_a_moved_project_plans_nothing_and_each_module_edit_reruns_the_rules_tha
     # cache) and must agree, so the server cannot answer differently from the command it stands in for.
     groups: dict[tuple, str] = {}
     for rel in package_files():
-        key = (rel,) if rel.endswith(".py") else (str(Path(rel).parent), tuple(sorted(data_readers(rel))))
+        unit_metadata = rel.endswith((".units.yaml", ".params.yaml"))  # each sidecar is its units' own
+        key = (rel,) if rel.endswith(".py") or unit_metadata else (str(Path(rel).parent),
+                                                                   tuple(sorted(data_readers(rel))))
         groups.setdefault(key, rel)
-    spot_checks = {"evaluation/job.py", "methods/simcse.py", "registry.yaml"}
+    spot_checks = {"evaluation/job.py", "methods/simcse.py", "methods/simcse.units.yaml"}
     assert spot_checks <= set(groups.values())
     mismatches = {}
     with DryRuns(workdir, repo=repo, env={"SENTREPRO_FP_CACHE": str(tmp_path / "fp-cache")}) as dry_runs:

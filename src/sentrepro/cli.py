@@ -249,8 +249,8 @@ def cmd_figure(args) -> int:
     from sentrepro.codedeps import set_running_entry
     from sentrepro.evaluation.figures import draw_figure
 
-    # the figure's drawing function is imported by the registry on demand: record its module too
-    set_running_entry(["cli:figure", registry.implementation_module(registry.figure(args.name).implementation)])
+    # the figure's drawing function is imported by the registry on demand: record its unit too
+    set_running_entry(["cli:figure", registry.unit_entry("figures", args.name)])
 
     record = draw_figure(args.name, [Path(p) for p in args.metrics], Path(args.out_prefix), _spec(args.spec))
     print(f"figure {args.name}: {len(record['runs'])} runs -> {args.out_prefix}.png/.pdf")

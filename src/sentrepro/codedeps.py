@@ -10,7 +10,10 @@ records :func:`code_record` of its entry (``provenance.code_fingerprint``), so t
 module itself plus every import inside the function its dispatch table (``set_defaults(func=...)`` after
 ``add_parser("<command>")``) runs, and inside the cli.py helpers that function calls. Following cli.py's
 imports as a whole would put every module behind every rule, since it imports each command's code lazily.
-A dotted module name (``"sentrepro.data.views"``) is a module run with ``python -m``.
+A dotted module name (``"sentrepro.data.views"``) is a module run with ``python -m``. A unit entry
+``"unit:<method|suite|figure>:<name>"`` is an extension unit a job runs (:mod:`sentrepro.units`): its
+module's closure (a plug-in's: its package's files) plus the unit's own metadata, hashed per unit, so
+that no unit's metadata is in another unit's jobs' code.
 
 **Closure.** From the entry modules, ``import``/``from ... import`` statements (absolute and relative,
 at any depth, including inside functions) are followed within ``sentrepro``; importing ``a.b.c``
@@ -61,6 +64,7 @@ from typing import Iterable
 PACKAGE = "sentrepro"
 PACKAGE_DIR = Path(__file__).resolve().parent
 CLI_PREFIX = "cli:"
+UNIT_PREFIX = "unit:"
 DECLARATION = "PACKAGE_DATA"
 DIGITS = 16
 
@@ -306,9 +310,27 @@ def _data_patterns(rel: str, tree: ast.Module) -> list[str]:
     return patterns
 
 
+def _unit_entries(entries: Iterable[str]) -> tuple[list[str], list[str]]:
+    """(code entries, unit entries) of ``entries``."""
+    entries = sorted(set(entries))
+    return [e for e in entries if not e.startswith(UNIT_PREFIX)], [e for e in entries if e.startswith(UNIT_PREFIX)]
+
+
 def closure_files(entries: Iterable[str]) -> list[str]:
-    """Paths (relative to the package) of the modules and data files the entry points' code consists of."""
-    modules = module_closure(tuple(sorted(set(entries))))
+    """Paths (relative to the package) of the modules and data files the entry points' code consists of
+    (for a built-in unit entry, its module's; a unit's metadata and a plug-in's files: :func:`code_record`)."""
+    code, unit_entries = _unit_entries(entries)
+    if unit_entries:
+        from sentrepro import units
+
+        for entry in unit_entries:
+            try:
+                unit = units.from_entry(entry)
+            except units.UnitError as exc:
+                raise CodeDepsError(str(exc)) from None
+            if unit.origin == units.BUILT_IN:
+                code.append(unit.module)
+    modules = module_closure(tuple(sorted(set(code))))
     files = {package_modules()[m] for m in modules}
     for module in modules:
         files.update(declared_data(module))
@@ -471,13 +493,97 @@ def combine(modules: dict[str, str]) -> str:
 
 @functools.lru_cache(maxsize=None)
 def _record(entries: tuple[str, ...]) -> str:
-    modules = {rel: file_fingerprint(rel) for rel in closure_files(entries)}
-    return json.dumps({"entries": list(entries), "fingerprint": combine(modules), "modules": modules})
+    code, unit_entries = _unit_entries(entries)
+    modules = {rel: file_fingerprint(rel) for rel in closure_files(code)}
+    origins = {}
+    if unit_entries:
+        from sentrepro import units
+
+        for entry in unit_entries:
+            try:
+                modules.update(unit_fingerprints(entry))
+                origins[entry] = units.from_entry(entry).origin
+            except units.UnitError as exc:
+                raise CodeDepsError(str(exc)) from None
+    record = {"entries": list(entries), "fingerprint": combine(modules), "modules": modules}
+    if origins:
+        record["units"] = origins  # built-in, or the plug-in's <distribution>==<version>
+    return json.dumps(record)
+
+
+def _plugin_module_file(base: Path, name: str) -> Path | None:
+    """The file of module ``name`` inside a plug-in's top-level package ``base`` (None: not one of its)."""
+    path = base.parent.joinpath(*name.split("."))
+    for candidate in (path / "__init__.py", path.with_suffix(".py")):
+        if candidate.is_file() and (candidate == base or base in candidate.parents):
+            return candidate
+    return None
+
+
+def _plugin_files(unit) -> dict[str, str]:
+    """A plug-in unit's code: its module and every module of its own top-level package that it imports,
+    followed through their imports (parent ``__init__`` files included), plus the closure of the sentrepro
+    modules they import, each by its normalised fingerprint. Another unit of the same plug-in is not part
+    of it unless imported, so editing one plug-in unit reruns its own jobs only."""
+    base = unit.package_dir
+    top = unit.module.split(".")[0]
+    label = unit.origin.split("==")[0]
+    fingerprints, ours, seen = {}, set(), set()
+    todo = [unit.module]
+    while todo:
+        name = todo.pop()
+        parts = name.split(".")
+        for end in range(1, len(parts) + 1):  # importing a.b.c runs a/__init__.py and a/b/__init__.py
+            path = _plugin_module_file(base, ".".join(parts[:end])) if base.is_dir() else \
+                (base if ".".join(parts[:end]) == top else None)
+            if path is None or path in seen:
+                continue
+            seen.add(path)
+            fingerprints[f"plugin:{label}/{path.relative_to(base.parent).as_posix()}"] = file_fingerprint(str(path))
+            package = ".".join(parts[:end]) if path.name == "__init__.py" else ".".join(parts[:end - 1])
+            for node in ast.walk(ast.parse(path.read_bytes().decode("utf-8"), filename=str(path))):
+                if isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom):
+                    module = node.module or ""
+                    if node.level:
+                        anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                        module = ".".join(anchor + ([module] if module else []))
+                    names = [module] + [f"{module}.{alias.name}" for alias in node.names]
+                else:
+                    continue
+                for imported in names:
+                    if imported.split(".")[0] == top:
+                        todo.append(imported)
+                    elif imported.split(".")[0] == PACKAGE:
+                        ours.add(imported)
+    for rel in closure_files(_package_modules_of(ours)):
+        fingerprints[rel] = file_fingerprint(rel)
+    return fingerprints
+
+
+def unit_fingerprints(entry: str) -> dict[str, str]:
+    """(path label -> fingerprint) of what a unit entry adds to a job's code: ``unit:<section>:<name>`` ->
+    the fingerprint of its metadata as its jobs depend on it (``units.resolved_metadata``: canonical JSON
+    without the keys that only schedule or estimate jobs), and its module's closure (built-in) or its
+    package's files (plug-in). No other unit's sidecar is read into it."""
+    from sentrepro import units
+
+    unit = units.from_entry(entry)
+    content = {k: v for k, v in units.resolved_metadata(unit).items() if k not in units.SCHEDULING_ONLY}
+    canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), default=str)
+    fingerprints = {entry: hashlib.sha256(canonical.encode()).hexdigest()[:DIGITS]}
+    if unit.origin == units.BUILT_IN:
+        fingerprints.update({rel: file_fingerprint(rel) for rel in closure_files([unit.module])})
+    else:
+        fingerprints.update(_plugin_files(unit))
+    return fingerprints
 
 
 def code_record(entries: Iterable[str]) -> dict:
-    """``{"entries", "fingerprint", "modules": {path: fingerprint}}`` of the code the entry points run;
-    what every JSON output records as ``provenance.code_fingerprint``."""
+    """``{"entries", "fingerprint", "modules": {path: fingerprint}[, "units": {entry: origin}]}`` of the
+    code the entry points run; what every JSON output records as ``provenance.code_fingerprint`` (a unit's
+    origin: ``built-in`` or the plug-in's ``<distribution>==<version>``)."""
     return json.loads(_record(tuple(sorted(set(entries)))))
 
 

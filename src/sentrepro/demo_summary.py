@@ -31,8 +31,27 @@ COLUMNS = ("STS-B test before", "STS-B test after", "change", "training steps", 
            "paper STS-B (context)")
 
 
+# The suites the summary compares, with the model each must score: the model a training job starts from
+# (step 0) and the run's best checkpoint. Checked against the registered units when the workflow loads.
+SUITES = {"before": ("sts_start", "start"), "after": ("sts", "checkpoint")}
+
+
 class SummaryError(ValueError):
     """An input file lacks what the summary needs; the message names the file and the key."""
+
+
+def summary_suite(side: str) -> str:
+    """The suite of one side (``before``, ``after``), checked: a registered suite scoring the right model."""
+    from sentrepro import registry
+
+    name, model = SUITES[side]
+    if name not in registry.suites():
+        raise SummaryError(f"sentrepro.demo_summary.SUITES['{side}']: '{name}' is no evaluation suite "
+                           f"(known: {', '.join(registry.suites())})")
+    if registry.suite(name).model != model:
+        raise SummaryError(f"sentrepro.demo_summary.SUITES['{side}']: suite '{name}' scores the "
+                           f"{registry.suite(name).model} model, the summary needs the {model} model")
+    return name
 
 
 @dataclass

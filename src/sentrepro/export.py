@@ -268,7 +268,7 @@ def export_run(spec: dict, run_dir: Path | None, model_manifest: Path | None, ou
     from sentrepro.provenance import Provenance
 
     kind = spec["method"]["kind"]
-    registry.method(kind)  # unknown kinds fail here, naming registry.yaml
+    registry.method(kind)  # unknown kinds fail here, naming the known ones
     source, trained = model_source(spec, run_dir, model_manifest)
     run = spec.get("run", {})
     name = "/".join(str(run.get(k)) for k in ("backbone", "method") if run.get(k)) or kind

@@ -1,6 +1,8 @@
 """``sentrepro registry``: what the workflow can run, and which paper tables each part feeds.
 
-The method kinds, suites and figures come from the registry (``registry.yaml``); the tables each feeds
+The method kinds, suites and figures are the discovered units (sentrepro.units: ``<module>.units.yaml``
+sidecars in the package, and plug-ins of the ``sentrepro.units`` entry-point group), each shown with its
+origin (``built-in`` or the plug-in's ``<distribution>==<version>``); the tables each feeds
 are derived from the table specs (``tables/specs/*.yaml``: the suite and config method of every cell),
 never listed by hand. A method kind feeds a table when a config method of that kind fills one of its
 cells (the config maps method names to kinds).
@@ -33,18 +35,21 @@ def tables_by_kind(reads: dict[str, set[tuple[str, str]]], methods: dict) -> dic
 def format_overview(methods: dict) -> str:
     reads = tables_reading()
     by_kind, by_suite = tables_by_kind(reads, methods), tables_by_suite(reads)
-    lines = ["Method kinds (src/sentrepro/registry.yaml: methods)",
-             f"  {'kind':<18}{'trains':<8}{'corpus':<11}{'authors':<9}{'params':>7}  module; tables"]
+    wide = max([16, *map(len, registry.methods())]) + 2  # column width: the longest kind (plug-ins' too)
+    lines = ["Method kinds (units: methods)",
+             f"  {'kind':<{wide}}{'trains':<8}{'corpus':<11}{'authors':<9}{'params':>7}  origin; module; tables"]
     for kind, entry in registry.methods().items():
-        lines.append(f"  {kind:<18}{'yes' if entry.trains else 'no':<8}{entry.training_corpus if entry.trains else '-':<11}"
-                     f"{entry.authors_precision or '-':<9}{len(entry.params):>7}  "
+        lines.append(f"  {kind:<{wide}}{'yes' if entry.trains else 'no':<8}{entry.training_corpus if entry.trains else '-':<11}"
+                     f"{entry.authors_precision or '-':<9}{len(entry.params):>7}  {entry.origin}; "
                      f"{registry.implementation_module(entry.implementation)}; {', '.join(by_kind[kind]) or '-'}")
-    lines += ["", "Evaluation suites (registry.yaml: suites; rule evaluate_<suite>)",
-              f"  {'suite':<15}{'data':<8}{'model':<12}{'group':<10}  module; tables"]
+    wide = max([13, *map(len, registry.suites())]) + 2
+    lines += ["", "Evaluation suites (units: suites; rule evaluate_<suite>)",
+              f"  {'suite':<{wide}}{'data':<8}{'model':<12}{'group':<10}  origin; module; tables"]
     for name, entry in registry.suites().items():
-        lines.append(f"  {name:<15}{entry.data:<8}{entry.model:<12}{entry.group or '-':<10}  "
+        lines.append(f"  {name:<{wide}}{entry.data:<8}{entry.model:<12}{entry.group or '-':<10}  {entry.origin}; "
                      f"{registry.implementation_module(entry.implementation)}; {', '.join(by_suite[name]) or '-'}")
-    lines += ["", "Figures (registry.yaml: figures)"]
+    lines += ["", "Figures (units: figures)"]
     for name, entry in registry.figures().items():
-        lines.append(f"  {name:<15}suite {entry.suite:<15}{entry.paper:<11}{registry.implementation_module(entry.implementation)}")
+        lines.append(f"  {name:<15}suite {entry.suite:<15}{entry.paper:<11}{entry.origin}; "
+                     f"{registry.implementation_module(entry.implementation)}")
     return "\n".join(lines) + "\n"

@@ -1,11 +1,13 @@
-"""The registry of method kinds, evaluation suites and figures (``registry.yaml``), read once.
+"""The registry of method kinds, evaluation suites and figures: the discovered units, checked once.
 
-Light on purpose (yaml only, no torch): the Snakefile, the config validation, ``sentrepro cost`` and
-the CLI read it before anything heavy is imported. Every list that must agree with the code is
-derived from here: the schema's enums and per-kind parameter schemas (:func:`schema_fragments`), the
-evaluation plan, the evaluation rules, the code fingerprints (:func:`implementation_module`), the
-cost estimate, the benchmark and test lists. Implementations are named ``<module>:<attribute>`` and
-imported only when a job runs them (:func:`load_implementation`).
+Light on purpose (yaml and syntax trees only, no torch): the Snakefile, the config validation, ``sentrepro
+cost`` and the CLI read it before anything heavy is imported. The units themselves are found by
+:mod:`sentrepro.units` (a ``<module>.units.yaml`` sidecar beside each implementing module, and plug-ins
+declared through the ``sentrepro.units`` entry-point group); this module checks each one and derives what
+must agree with the code: the schema's enums and per-kind parameter schemas (:func:`schema_fragments`),
+the evaluation plan, the evaluation rules, the code entries of a job (:func:`job_entries`), the cost
+estimate, the benchmark and test lists. Implementations are named ``<module>:<attribute>`` and imported
+only when a job runs them (:func:`load_implementation`).
 """
 
 from __future__ import annotations
@@ -14,14 +16,9 @@ import copy
 import functools
 import importlib
 from dataclasses import dataclass
-from pathlib import Path
 
+from sentrepro import units
 from sentrepro.data.tasks import task_names
-from sentrepro.fsutil import parse_yaml
-
-# Package data this module reads (sentrepro.codedeps adds it to the code of every rule importing us).
-PACKAGE_DATA = ("registry.yaml",)
-REGISTRY_PATH = Path(__file__).resolve().parent / PACKAGE_DATA[0]
 
 SUITE_DATA = ("source", "sts", "corpus")
 SUITE_MODELS = ("checkpoint", "start")
@@ -31,8 +28,17 @@ PRECISIONS = ("fp16", "bf16", "fp32")
 SCHEDULING_KEYS = ("runs", "resources")
 
 
+# The keys a unit's sidecar entry may hold, per section (CONTRIBUTING.md describes each).
+UNIT_KEYS = {
+    "methods": {"implementation", "trains", "training_corpus", "authors_precision", "params", "cost", "benchmark"},
+    "suites": {"implementation", "data", "settings_from", "model", "item_scores", "group", "resources", "cost",
+               "settings"},
+    "figures": {"implementation", "suite", "paper"},
+}
+
+
 class RegistryError(ValueError):
-    """registry.yaml is inconsistent; the message names the entry and key."""
+    """A unit's metadata is inconsistent; the message names its sidecar, entry and key."""
 
 
 @dataclass(frozen=True)
@@ -45,6 +51,7 @@ class MethodEntry:
     params: tuple[str, ...]
     cost: dict
     benchmark: tuple[str, ...]
+    origin: str = units.BUILT_IN
 
 
 @dataclass(frozen=True)
@@ -59,6 +66,7 @@ class SuiteEntry:
     resources: dict
     cost: dict
     settings: dict | None  # JSON schema fragment of its own block (None when it reads another's)
+    origin: str = units.BUILT_IN
 
 
 @dataclass(frozen=True)
@@ -67,89 +75,98 @@ class FigureEntry:
     suite: str
     paper: str
     implementation: str
+    origin: str = units.BUILT_IN
 
 
 def _require(entry: dict, key: str, where: str):
     if key not in entry:
-        raise RegistryError(f"{REGISTRY_PATH.name}: {where}: missing '{key}'")
+        raise RegistryError(f"{where}: missing '{key}'")
     return entry[key]
 
 
 def _choice(value, allowed, where: str):
     if value not in allowed:
-        raise RegistryError(f"{REGISTRY_PATH.name}: {where}: '{value}' is not one of {', '.join(map(str, allowed))}")
+        raise RegistryError(f"{where}: '{value}' is not one of {', '.join(map(str, allowed))}")
     return value
 
 
+def _discovered(section: str) -> dict[str, units.Unit]:
+    """The discovered units of a section, each checked for keys its section does not know (a typo)."""
+    try:
+        found = units.discover()[section]
+    except units.UnitError as exc:
+        raise RegistryError(str(exc)) from None
+    for unit in found.values():
+        unknown = sorted(set(unit.metadata) - UNIT_KEYS[section])
+        if unknown:
+            raise RegistryError(f"{unit.where}: unknown key(s) {', '.join(unknown)} "
+                                f"(allowed: {', '.join(sorted(UNIT_KEYS[section]))})")
+    return found
+
+
+def _params(unit: units.Unit, trains: bool) -> dict:
+    """A kind's parameter schemas: the training loop's keys (``trainer``) for a trained kind, then its own."""
+    own = unit.metadata.get("params") or {}
+    if not isinstance(own, dict):
+        raise RegistryError(f"{unit.where}.params: must map parameter names to JSON schemas")
+    shared = units.shared_parameters().get("trainer", {}) if trains else {}
+    clash = sorted(set(own) & set(shared))
+    if clash:
+        raise RegistryError(f"{unit.where}.params: {', '.join(clash)} are training-loop keys (train.params.yaml)")
+    return {**shared, **own}
+
+
 @functools.lru_cache(maxsize=None)
-def _raw() -> dict:
-    with open(REGISTRY_PATH, encoding="utf-8") as handle:
-        data = parse_yaml(handle)
-    if not isinstance(data, dict):
-        raise RegistryError(f"{REGISTRY_PATH}: the top level must be a mapping")
-    return data
-
-
-def _expand_params(names: list[str], where: str) -> tuple[str, ...]:
-    raw = _raw()
-    groups, known = raw.get("parameter_groups", {}), raw["parameters"]
-    expanded: list[str] = []
-    for name in names:
-        for key in groups.get(name, [name]):
-            if key not in known:
-                raise RegistryError(f"{REGISTRY_PATH.name}: {where}: unknown parameter '{key}' (define it under "
-                                    "`parameters`)")
-            expanded.append(key)
-    return tuple(dict.fromkeys(expanded))
+def _method_params() -> dict[str, dict]:
+    return {kind: _params(unit, bool(unit.metadata.get("trains"))) for kind, unit in _discovered("methods").items()}
 
 
 @functools.lru_cache(maxsize=None)
 def methods() -> dict[str, MethodEntry]:
-    """kind -> entry, in registry order."""
+    """kind -> entry, in discovery order (built-in sidecars by path, then plug-ins)."""
     out = {}
-    for kind, entry in _raw()["methods"].items():
-        where = f"methods.{kind}"
+    params = _method_params()
+    for kind, unit in _discovered("methods").items():
+        entry, where = unit.metadata, unit.where
         trains = bool(_require(entry, "trains", where))
         corpus = _choice(entry.get("training_corpus", "sentences"), CORPORA, f"{where}.training_corpus")
         precision = entry.get("authors_precision")
         if trains:
             _choice(precision, PRECISIONS, f"{where}.authors_precision")
         elif precision is not None:
-            raise RegistryError(f"{REGISTRY_PATH.name}: {where}: a kind that does not train has no authors_precision")
-        out[kind] = MethodEntry(kind, _require(entry, "implementation", where), trains, corpus, precision,
-                                _expand_params(entry.get("params", []), f"{where}.params"), dict(entry.get("cost", {})),
-                                tuple(entry.get("benchmark", [kind] if trains else [])))
+            raise RegistryError(f"{where}: a kind that does not train has no authors_precision")
+        out[kind] = MethodEntry(kind, unit.implementation, trains, corpus, precision, tuple(params[kind]),
+                                dict(entry.get("cost", {})), tuple(entry.get("benchmark", [])), unit.origin)
     return out
 
 
 @functools.lru_cache(maxsize=None)
 def suites() -> dict[str, SuiteEntry]:
-    """suite -> entry, in registry order."""
-    raw = _raw()["suites"]
+    """suite -> entry, in discovery order."""
+    raw = _discovered("suites")
     out = {}
-    for name, entry in raw.items():
-        where = f"suites.{name}"
+    for name, unit in raw.items():
+        entry, where = unit.metadata, unit.where
         block = entry.get("settings_from", name)
-        if block != name and (block not in raw or "settings" not in raw[block]):
-            raise RegistryError(f"{REGISTRY_PATH.name}: {where}.settings_from: '{block}' is no suite with settings")
+        if block != name and (block not in raw or "settings" not in raw[block].metadata):
+            raise RegistryError(f"{where}.settings_from: '{block}' is no suite with settings")
         if block == name and "settings" not in entry:
-            raise RegistryError(f"{REGISTRY_PATH.name}: {where}: needs `settings` (or settings_from)")
+            raise RegistryError(f"{where}: needs `settings` (or settings_from)")
         out[name] = SuiteEntry(
-            name, _require(entry, "implementation", where), _choice(_require(entry, "data", where), SUITE_DATA,
-                                                                     f"{where}.data"),
+            name, unit.implementation, _choice(_require(entry, "data", where), SUITE_DATA, f"{where}.data"),
             _choice(entry.get("model", "checkpoint"), SUITE_MODELS, f"{where}.model"), block,
             bool(entry.get("item_scores", False)), entry.get("group"), dict(_require(entry, "resources", where)),
-            dict(_require(entry, "cost", where)), entry.get("settings") if block == name else None)
+            dict(_require(entry, "cost", where)), entry.get("settings") if block == name else None, unit.origin)
     return out
 
 
 @functools.lru_cache(maxsize=None)
 def figures() -> dict[str, FigureEntry]:
     out = {}
-    for name, entry in _raw()["figures"].items():
-        where = f"figures.{name}"
-        suite = _choice(_require(entry, "suite", where), list(suites()), f"{where}.suite")
-        out[name] = FigureEntry(name, suite, _require(entry, "paper", where), _require(entry, "implementation", where))
+    for name, unit in _discovered("figures").items():
+        entry, where = unit.metadata, unit.where
+        suite_name = _choice(_require(entry, "suite", where), list(suites()), f"{where}.suite")
+        out[name] = FigureEntry(name, suite_name, _require(entry, "paper", where), unit.implementation, unit.origin)
     return out
 
 
@@ -182,26 +199,38 @@ def load_implementation(implementation: str):
     try:
         return getattr(importlib.import_module(module), attribute)
     except AttributeError:
-        raise RegistryError(f"{REGISTRY_PATH.name}: {implementation}: module {module} has no '{attribute}'") from None
+        raise RegistryError(f"{implementation}: module {module} has no '{attribute}'") from None
+
+
+def unit_entry(section: str, name: str) -> str:
+    """The code entry of a unit (``unit:method:simcse``): its module, its imports and its metadata."""
+    {"methods": method, "suites": suite, "figures": figure}[section](name)  # unknown names fail here
+    return units.unit_entry(section, name)
 
 
 def job_entries(command_entry: str, kind: str, suite_name: str | None = None) -> list[str]:
     """The code entries of a job running one method (and one suite): the command (``cli:train``) plus the
-    modules the registry imports on demand for it. The rule's ``params.code`` and the job's provenance
-    both fingerprint exactly these, so editing one method's (or suite's) module reruns its jobs only."""
-    entries = [command_entry, implementation_module(method(kind).implementation)]
+    units it runs (``unit:method:<kind>``, ``unit:suite:<suite>``: each unit's module, that module's imports
+    and the unit's own metadata, parameter schema included). The rule's ``params.code`` and the job's
+    provenance both fingerprint exactly these, so adding a unit reruns nothing that exists and editing one
+    reruns its jobs only (sentrepro.units)."""
+    entries = [command_entry, unit_entry("methods", kind)]
     if suite_name is not None:
-        entries.append(implementation_module(suite(suite_name).implementation))
+        entries.append(unit_entry("suites", suite_name))
     return list(dict.fromkeys(entries))
 
 
 def parameter_group(name: str) -> tuple[str, ...]:
-    """The keys of a ``parameter_groups`` entry (``trainer``: the training loop's keys)."""
-    return _expand_params([name], f"parameter_groups.{name}")
+    """The keys of a shared parameter group (``trainer``: the training loop's, train.params.yaml)."""
+    groups = units.shared_parameters()
+    if name not in groups:
+        raise RegistryError(f"unknown parameter group '{name}' (known: {', '.join(groups)})")
+    return tuple(groups[name])
 
 
 def benchmark_methods() -> list[str]:
-    """The config.yaml methods the benchmarks and the parity tests time: each trained kind's recipes."""
+    """The config.yaml methods the benchmarks and the parity tests time: the ``benchmark`` lists of the
+    kinds that declare one (a kind without one, e.g. defined only in a config overlay, is not timed)."""
     return [name for entry in methods().values() for name in entry.benchmark]
 
 
@@ -210,13 +239,13 @@ def benchmark_methods() -> list[str]:
 
 def parameter_schema(kind: str) -> dict:
     """JSON schema of ``methods.<name>.params`` for a kind: exactly the keys it lists."""
-    known = _raw()["parameters"]
+    method(kind)  # unknown kinds fail here, naming the known ones
     return {"type": "object", "additionalProperties": False,
-            "properties": {key: copy.deepcopy(known[key]) for key in method(kind).params}}
+            "properties": copy.deepcopy(_method_params()[kind])}
 
 
 def _with_task_enums(node):
-    """``{"enum_of": group}`` -> ``{"enum": <the group's names in data/tasks.yaml>}``, anywhere in ``node``."""
+    """``{"enum_of": group}`` -> ``{"enum": <the group's task names (benchmark units)>}``, anywhere in ``node``."""
     if isinstance(node, dict):
         if "enum_of" in node:
             rest = {k: v for k, v in node.items() if k != "enum_of"}

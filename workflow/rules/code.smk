@@ -5,8 +5,8 @@ from sentrepro.codedeps import rule_code, shell_entry
 
 def job_code(entry: str, suite: str | None = None):
     """params.code where each job runs one method (wildcard ``method``), and for evaluation one suite: the
-    command's code plus the modules the registry imports on demand for that job (the method kind's module,
-    the suite's). So an edit of one method's or suite's module reruns its jobs only (registry.job_entries)."""
+    command's code plus the units the job runs (the method kind's, the suite's: module and metadata). So an
+    edit of one method's or suite's unit reruns its jobs only, and a new unit none (registry.job_entries)."""
 
     def code(w):
         return rule_code(registry.job_entries(entry, method_kind(w.method), suite))
@@ -27,10 +27,10 @@ def unit_code(entry: str, unit_module):
 
 
 def figure_code(entry: str):
-    """params.code of the figure rule: the command's code plus the module drawing the figure (registry)."""
+    """params.code of the figure rule: the command's code plus the figure's unit (its module and metadata)."""
 
     def code(w):
-        return rule_code([entry, registry.implementation_module(registry.figure(w.figure).implementation)])
+        return rule_code([entry, registry.unit_entry("figures", w.figure)])
 
     code.entry = entry
     return code

@@ -1,4 +1,4 @@
-# Evaluate runs on the suites of src/sentrepro/registry.yaml: one rule per suite, all from this one
+# Evaluate runs on the suites (the discovered units, sentrepro.units): one rule per suite, all from this one
 # definition (rule evaluate_<suite>), each job writing one metrics file for one (run, suite). Which runs
 # get which suite is config (evaluation.suites and each suite's `runs` filter; see
 # src/sentrepro/evaluation/plan.py); resources and SLURM grouping come from the registry, overridden by

@@ -1,5 +1,6 @@
-# The papers' figures, each drawn from the metrics files of one suite (src/sentrepro/registry.yaml:
-# figures) over every run that has it. The suites themselves run in workflow/rules/evaluate.smk.
+# The papers' figures, each drawn from the metrics files of one suite (the figure units: e.g.
+# src/sentrepro/evaluation/figures.units.yaml) over every run that has it. The suites themselves run
+# in workflow/rules/evaluate.smk.
 
 include: "inputs/figures.smk"
 

@@ -2,7 +2,7 @@
 
 Each benchmark unit (sentrepro.data.benchmarks) declares its task groups next to its parser; this module
 is the view the rest of the package reads: the registry fills the config schema's task enums from
-:func:`task_names` (registry.yaml: ``{enum_of: <group>}``), and the suites read their task lists here, so
+:func:`task_names` (a unit's settings schema: ``{enum_of: <group>}``), and the suites read their task lists here, so
 a task is named in one place.
 """
 

@@ -1,7 +1,7 @@
 """One evaluation job: load a run's model on its device, embed with the run's method, write the metrics file.
 
 Every suite (``sentrepro evaluate <suite>``) goes through :func:`run_suite`: the registry names the
-suite's function (``registry.yaml``, imported on first use), :func:`open_job` loads the model the
+suite's function (its unit's sidecar, imported on first use), :func:`open_job` loads the model the
 suite scores -- the run's best checkpoint, the frozen backbone, or (``model: start``) the model a
 training job starts from at step 0 -- and the suite function gathers its sentences, embeds them with
 :meth:`SuiteJob.embed` (the method's own evaluation embedding, each distinct sentence once) and writes

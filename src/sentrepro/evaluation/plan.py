@@ -1,7 +1,7 @@
 """Which evaluation suites and figures the workflow runs, for which runs, on which data: config -> plan.
 
 Light on purpose (no torch): the Snakefile imports it while it builds the DAG. The suites and figures
-themselves, and what each reads, come from the registry (``src/sentrepro/registry.yaml``).
+themselves, and what each reads, come from the registry (the suites' units: ``evaluation/*.units.yaml`` sidecars, and plug-ins).
 
 * ``evaluation.suites`` lists the suites to run (``sts`` alone by default). Each suite writes one
   metrics file per run, ``results/<exp>/metrics/<backbone>/<method>/<run>/<suite>.json``.

@@ -1,6 +1,6 @@
 """The suites with a SentEval-style protocol: transfer, few-shot, clustering and WOS classification.
 
-Each function here is a suite of the registry (``registry.yaml``), run by
+Each function here is a suite unit (its entry in ``suites.units.yaml`` beside this module), run by
 :func:`sentrepro.evaluation.job.run_suite` on a loaded :class:`~sentrepro.evaluation.job.SuiteJob`:
 it reads its data, gathers every sentence it needs, embeds them in one deduplicated, length-sorted
 pass with the run's own method embedding, scores, and writes the metrics file. The protocols

@@ -1,11 +1,11 @@
 """Training methods and frozen baselines, one module each; ``build_method`` builds one by kind.
 
 Which kinds exist, the class implementing each, and what the workflow needs to know about a kind
-(does it train, on which corpus, in which precision did its authors train) are entries of the
-registry (``src/sentrepro/registry.yaml``). The modules are imported on first use, not here: the code
-fingerprint of a workflow job (``sentrepro.codedeps`` follows static imports) then covers the common
-code plus the job's own method module, so editing one method's code reruns that method's jobs only
-(``method_entry`` names the module for a job).
+(does it train, on which corpus, in which precision did its authors train) are units: each module's
+``<module>.units.yaml`` sidecar (sentrepro.units; plug-ins come from installed packages). The modules are
+imported on first use, not here: the code fingerprint of a workflow job (``sentrepro.codedeps`` follows
+static imports) then covers the common code plus the job's own method unit, so editing one method's code
+reruns that method's jobs only (``method_entry`` names the module for a job).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def method_class(kind: str) -> type[Method]:
     implementation = registry.method(kind).implementation
     cls = registry.load_implementation(implementation)
     if cls.kind != kind:
-        raise ValueError(f"registry.yaml: {implementation} implements kind '{cls.kind}', not '{kind}'")
+        raise ValueError(f"{registry.unit_entry('methods', kind)}: {implementation} implements kind '{cls.kind}', not '{kind}'")
     return cls
 
 

@@ -55,7 +55,7 @@ class SentenceModel(nn.Module):
 class Method(ABC):
     """Base class. Subclasses set ``kind`` and implement the four hooks below."""
 
-    # The kind's name in the registry (src/sentrepro/registry.yaml), which also says whether the kind
+    # The kind's name (its unit: the <module>.units.yaml sidecar beside the module), which also says whether the kind
     # trains, on which corpus, and in which precision its authors trained.
     kind: str = ""
     # False reproduces code that never calls zero_grad (gradients accumulate over all steps).

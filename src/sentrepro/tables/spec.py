@@ -60,14 +60,15 @@ def available_specs() -> list[str]:
     return sorted(p.stem for p in SPECS_DIR.glob("*.yaml"))
 
 
-def load_spec(name: str) -> dict:
-    """Load and validate ``specs/<name>.yaml``."""
+def load_spec(name: str, methods=None) -> dict:
+    """Load and validate ``specs/<name>.yaml``; ``methods``: the config's method names, when a config is
+    at hand (every method the spec reads must be one of them)."""
     path = spec_path(name)
     if not path.exists():
         raise SpecError(f"no table spec '{name}' ({path}); specs: {', '.join(available_specs())}")
     with open(path, encoding="utf-8") as handle:
         spec = parse_yaml(handle)
-    return validate_spec(spec, path)
+    return validate_spec(spec, path, methods)
 
 
 def _unknown(mapping: dict, allowed: set, where: str) -> None:
@@ -76,8 +77,9 @@ def _unknown(mapping: dict, allowed: set, where: str) -> None:
         raise SpecError(f"{where}: unknown field(s) {', '.join(unknown)} (allowed: {', '.join(sorted(allowed))})")
 
 
-def validate_spec(spec: dict, path: Path) -> dict:
-    """Check a spec's structure; every error names ``path`` and the offending key."""
+def validate_spec(spec: dict, path: Path, methods=None) -> dict:
+    """Check a spec's structure and the names it uses (:func:`check_names`); every error names ``path``
+    and the offending key."""
     if not isinstance(spec, dict):
         raise SpecError(f"{path}: the top level must be a mapping")
     _unknown(spec, TOP_FIELDS, str(path))
@@ -141,7 +143,57 @@ def validate_spec(spec: dict, path: Path) -> dict:
             if not averaged_keys(spec, column, suite):
                 raise SpecError(f"{path}: column '{column['label']}' is an aggregate ({AGGREGATE_KEY}) but no "
                                 "other column of its suite says what it averages; set 'averages: [keys]'")
+    check_names(spec, path, methods)
     return spec
+
+
+def _places(spec: dict):
+    """(where, mapping) of every place a selector field may be set: the top level, each row and column."""
+    yield "", spec
+    for kind in ("rows", "columns"):
+        for index, item in enumerate(spec[kind]):
+            yield f"{kind}[{index}].", item
+
+
+def check_names(spec: dict, path: Path, methods=None) -> None:
+    """Every name the spec uses must exist, so that a typo is an error and never an empty table: each
+    ``suite`` is a registered evaluation suite; each ``method`` (when ``methods``, the config's method
+    names, is given) a config method; each row's ``reported`` an entry and row of reported.yaml, and each
+    column a column of that entry (its ``reported_column``, else its metric key; ``reported_column: null``
+    for a column the paper does not print)."""
+    from sentrepro import registry
+    from sentrepro.tables.reported import ReportedError, load_reported, resolve_row
+
+    suites = registry.suites()
+    for where, place in _places(spec):
+        if place.get("suite") is not None and place["suite"] not in suites:
+            raise SpecError(f"{path}: {where}suite: '{place['suite']}' is no evaluation suite "
+                            f"(known: {', '.join(suites)})")
+        if methods is not None and place.get("method") is not None and place["method"] not in methods:
+            raise SpecError(f"{path}: {where}method: '{place['method']}' is no method of the config "
+                            f"(known: {', '.join(methods)})")
+    reported = load_reported()
+    entries: list[str] = []
+    for index, row in enumerate(spec["rows"]):
+        if not row.get("reported"):
+            continue
+        try:
+            entry, row_key = resolve_row(row["reported"], spec.get("reported"))
+        except ReportedError as exc:
+            raise SpecError(f"{path}: rows[{index}].reported: {exc}") from None
+        if entry not in reported or row_key not in reported[entry]["rows"]:
+            raise SpecError(f"{path}: rows[{index}].reported: '{row['reported']}' is no row of reported.yaml "
+                            f"entry '{entry}'")
+        entries.append(entry)
+    columns = {c for entry in entries for c in reported[entry]["columns"]}
+    for number, column in enumerate(spec["columns"] if entries else []):
+        field = "reported_column" if "reported_column" in column else "key"
+        wanted = column.get(field) if field == "reported_column" else cell_selector(spec, {}, column).get("key")
+        if wanted is not None and wanted not in columns:
+            raise SpecError(f"{path}: columns[{number}].{field}: '{wanted}' is no column of the reported.yaml "
+                            f"entries its rows compare with ({', '.join(sorted(set(entries)))}: "
+                            f"{', '.join(sorted(columns))}); reported_column: null for a column the paper "
+                            "does not print")
 
 
 def cell_selector(spec: dict, row: dict, column: dict) -> dict:

@@ -27,7 +27,7 @@ def suite_runs_if_enabled(suite):
 
 def table_metrics(w):
     """The metrics files one table reads (its spec's cells x the runs the evaluation plan produces)."""
-    spec = load_table_spec(w.table)
+    spec = load_table_spec(w.table, config["methods"])  # every suite, method and column it names exists
     pairs = table_inputs(spec, RUNS, config["backbones"], suite_runs_if_enabled)
     return [metrics_file(run, suite) for run, suite in pairs]
 
@@ -51,19 +51,10 @@ def summary_runs() -> list[Run]:
     return [run for run in RUNS if trains(run.method)]
 
 
-def summary_suites() -> tuple[str, str]:
-    """The suites of the summary's before and after columns, from the registry: the one suite scoring the
-    model a training job starts from (``model: start``), and the suite whose settings it shares, which
-    scores the trained checkpoint the same way."""
-    starts = [entry for entry in SUITE_ENTRIES.values() if entry.model == "start"]
-    if len(starts) != 1:
-        raise WorkflowError("the demo summary needs exactly one suite with model: start in the registry, found "
-                            f"{[entry.name for entry in starts]}")
-    return starts[0].name, starts[0].config_block
-
-
 def summary_run(run: Run) -> dict:
-    before, after = summary_suites()
+    from sentrepro.demo_summary import summary_suite  # its suites, checked against the units
+
+    before, after = summary_suite("before"), summary_suite("after")
     return {"backbone": run.backbone, "method": run.method, "seed": run.seed,
             "train": f"{run_dir(run)}/train.json", "before": metrics_file(run, before),
             "after": metrics_file(run, after)}

@@ -60,7 +60,7 @@ class Benchmark:
     """Everything the project knows about one benchmark, declared by its module as ``BENCHMARK``.
 
     ``tasks``: task group -> {task name: how the suite finds it} (the group names the ``{enum_of: ...}`` of
-    registry.yaml use); ``counts``: (data set, part) -> documented number of items, where a part is a split
+    the suite units' settings schemas use); ``counts``: (data set, part) -> documented number of items, where a part is a split
     (``train``/``dev``/``test``, ``all``) or a documented sub-part; ``classes`` and ``parent_classes``: data
     set -> documented number of labels; ``layouts``: layout name -> :class:`Layout`; ``fixture``: writes a
     synthetic stand-in in the upstream format (``sentrepro fixture <name>``), or None when there is none.
