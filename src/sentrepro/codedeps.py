@@ -350,22 +350,9 @@ def _strip_docstrings(tree: ast.AST) -> ast.AST:
     return tree
 
 
-# A YAML data file may list, under this top-level key, keys that only schedule or estimate jobs (resources,
-# cost assumptions): they are left out of its fingerprint, at any depth, so editing them reruns nothing.
-NEUTRAL_KEYS = "fingerprint_ignores"
-
-
-def _without_keys(node, keys: frozenset):
-    if isinstance(node, dict):
-        return {k: _without_keys(v, keys) for k, v in node.items() if k not in keys}
-    if isinstance(node, list):
-        return [_without_keys(v, keys) for v in node]
-    return node
-
-
 def normalised_source(rel: str, raw: bytes | None = None) -> bytes:
     """What a file's fingerprint hashes: a module's syntax tree without docstrings, a YAML or JSON
-    file's content as canonical JSON (without the keys its ``fingerprint_ignores`` lists), any other
+    file's content as canonical JSON, any other
     file's bytes. ``raw``: the file's bytes, when already read (they are what is normalised)."""
     path = PACKAGE_DIR / rel
     if raw is None:
@@ -377,8 +364,6 @@ def normalised_source(rel: str, raw: bytes | None = None) -> bytes:
         from sentrepro.fsutil import parse_yaml
 
         content = parse_yaml(raw.decode("utf-8"))
-        if isinstance(content, dict) and NEUTRAL_KEYS in content:
-            content = _without_keys(content, frozenset(content[NEUTRAL_KEYS]) | {NEUTRAL_KEYS})
         return json.dumps(content, sort_keys=True, separators=(",", ":"), default=str).encode()
     return raw
 
