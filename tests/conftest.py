@@ -26,6 +26,25 @@ def pytest_sessionstart(session):
         sys.modules["torch"].set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
 
 REPO = Path(__file__).resolve().parents[1]
+SLURM_TESTS = Path(__file__).resolve().parent / "slurm"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def no_slurm_controller_lookup(request):
+    """Every Snakemake start imports the SLURM executor plugin, which asks ``scontrol show config`` for
+    MinJobAge; on a machine with a slurm.conf and no controller running (this one, after tests/slurm stopped
+    its cluster) that waits ~9 s per start. Outside tests/slurm no test runs anything on SLURM, so there
+    ``SLURM_CONF`` names an empty file and scontrol fails at once (the plugin then leaves MinJobAge unknown,
+    which only words its --help). Module-scoped and autouse, so it is in place before the module's own
+    fixtures start workflows; tests/slurm keep the real configuration."""
+    if SLURM_TESTS in Path(str(request.path)).resolve().parents:
+        yield
+        return
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SLURM_CONF", os.devnull)
+        yield
+
+
 SHARED_DATA = Path(os.environ.get("SENTREPRO_SHARED_DATA", REPO.parent / "shared" / "data")).resolve()
 
 
