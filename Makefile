@@ -35,13 +35,18 @@ demo: setup system-deps
 	@echo "Summary: results/demo/tables/demo_summary.md"
 	@cat results/demo/tables/demo_summary.md
 
+# Two pytest-xdist workers, each test file whole on one of them (tests/conftest.py: xdist groups; the SLURM tests
+# together on one). PYTEST_WORKERS=0 runs everything in one process.
+PYTEST_WORKERS ?= 2
+XDIST = -n $(PYTEST_WORKERS) --dist loadgroup
+
 test: setup system-deps
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -q
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -q $(XDIST)
 
 # The inner loop: unit tests only (no workflow runs, no SLURM, nothing that trains for long). `make test`
 # (the README's test command, what CI runs) runs these and everything else.
 test-fast: setup
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -q -m "not slow and not slurm and not heavy"
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -q $(XDIST) -m "not slow and not slurm and not heavy"
 
 lint: setup
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --lint

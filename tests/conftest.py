@@ -18,6 +18,33 @@ os.environ.update(fixed_thread_env())
 os.environ.setdefault("SENTREPRO_FP_CACHE", tempfile.mkdtemp(prefix="sentrepro-fp-cache-"))
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session):
+    """Collecting imports tests/slurm's modules, which import Snakemake and so the SLURM executor plugin, whose
+    ``scontrol show config`` would wait ~9 s here (see :func:`no_slurm_controller_lookup`): collect with
+    ``SLURM_CONF`` naming an empty file, then put it back. No SLURM job or daemon is started while collecting."""
+    saved = os.environ.get("SLURM_CONF")
+    os.environ["SLURM_CONF"] = os.devnull
+    try:
+        return (yield)
+    finally:
+        if saved is None:
+            os.environ.pop("SLURM_CONF", None)
+        else:
+            os.environ["SLURM_CONF"] = saved
+
+
+def pytest_collection_modifyitems(config, items):
+    """Units of work for `pytest -n 2 --dist loadgroup` (pytest-xdist; the Makefile's test targets): each test
+    file runs whole on one worker, so a module's fixtures (a finished workflow run) are built once; the SLURM
+    tests (one cluster per machine, and the process clean-up that looks for its jobs' processes) form one group
+    on one worker. Without xdist the marks do nothing."""
+    for item in items:
+        path = Path(str(item.path)).resolve()
+        slurm = SLURM_TESTS in path.parents or path.name == "test_slurm_cleanup.py"
+        item.add_marker(pytest.mark.xdist_group("slurm" if slurm else path.relative_to(REPO).as_posix()))
+
+
 def pytest_sessionstart(session):
     """torch imported before this file (by a plugin) would have read its threads already: set them again."""
     import sys
