@@ -38,7 +38,8 @@ def test_every_rule_function_gets_its_own_parameters_and_snakemake_uses_them():
     rules, functions = _rules()
     assert set(rule_functions(rules)) == set(functions)  # inputs, params, resource evaluators; no constants
     expected = {f: dict(inspect.signature(f).parameters) for f in functions}
-    assert memoize_signatures(rules) == len(functions)
+    already = hasattr(Resource.evaluate, ATTRIBUTE)  # set once per process (by an earlier test or plan)
+    assert memoize_signatures(rules) == len(functions) + (0 if already else 1)
     for function in functions:
         assert get_function_params(function) is getattr(function, ATTRIBUTE)
         assert dict(get_function_params(function)) == expected[function]
@@ -47,3 +48,19 @@ def test_every_rule_function_gets_its_own_parameters_and_snakemake_uses_them():
     assert get_input_function_aux_params(functions[2], candidates) == {"attempt": 2}
     assert get_input_function_aux_params(functions[3], candidates) == candidates  # **kwargs takes everything
     assert memoize_signatures(rules) == 0  # already given: left alone
+
+
+def test_every_resource_evaluation_reads_the_parameters_once():
+    """Snakemake evaluates each resource through the bound ``Resource.evaluate``: its parameters are given once,
+    they are the bound method's own, and a resource evaluates as before (constant, function of wildcards)."""
+    rules, _ = _rules()
+    memoize_signatures(rules)
+    for resource in rules[0].resources.values():
+        bound = resource.evaluate
+        assert get_function_params(bound) is getattr(Resource.evaluate, ATTRIBUTE)
+        assert dict(get_function_params(bound)) == dict(inspect.signature(bound).parameters)
+        assert [p.kind for p in get_function_params(bound).values()] == [inspect.Parameter.VAR_POSITIONAL,
+                                                                           inspect.Parameter.VAR_KEYWORD]
+    wildcards = SimpleNamespace(backbone="b")
+    assert rules[0].resources["mem_mb"].evaluate(wildcards, attempt=2, input=[]).value == 2000
+    assert rules[0].resources["runtime"].evaluate(wildcards, attempt=2).value == 60

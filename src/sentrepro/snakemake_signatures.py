@@ -5,6 +5,7 @@ and before each call reads which arguments the function takes (``inspect.signatu
 output, threads, ...). On the paper config that is some 25,000 signature reads for 621 jobs, about a
 tenth of a plan's CPU time. A function's signature cannot change after the Snakefile defined it, so
 :func:`memoize_signatures` reads each rule function's signature once, after the Snakefile is loaded,
+(and that of ``Resource.evaluate``, through which Snakemake evaluates every resource of every job),
 and hands it to Snakemake through the attribute Snakemake itself consults first
 (``snakemake.common.get_function_params``, which returns ``func._overwrite_params`` when present; the
 same mechanism ``snakemake.ioutils`` uses). The parameters handed over are exactly the ones
@@ -37,10 +38,20 @@ def rule_functions(rules: Iterable) -> Iterator[types.FunctionType]:
 
 def memoize_signatures(rules: Iterable) -> int:
     """Give every rule function its own parameters (``inspect.signature(f).parameters``) once; returns
-    how many functions were given them. A function that already carries them is left alone."""
+    how many functions were given them. A function that already carries them is left alone.
+
+    Snakemake evaluates every resource of every job, constant or not, through the bound method
+    ``Resource.evaluate`` (twice per resource: one signature read for ``groupid``, one for the arguments to
+    pass), whose parameters are ``(*args, **kwargs)`` for every resource; a bound method reads attributes
+    from its function, so that function is given the bound method's parameters once as well."""
     count = 0
     for function in rule_functions(rules):
         if not hasattr(function, ATTRIBUTE):
             setattr(function, ATTRIBUTE, inspect.signature(function).parameters)
             count += 1
+    from snakemake.resources import Resource
+
+    if not hasattr(Resource.evaluate, ATTRIBUTE):
+        setattr(Resource.evaluate, ATTRIBUTE, inspect.signature(Resource("probe", 1).evaluate).parameters)
+        count += 1
     return count
