@@ -35,10 +35,10 @@ demo: setup system-deps
 	@echo "Summary: results/demo/tables/demo_summary.md"
 	@cat results/demo/tables/demo_summary.md
 
-# Two pytest-xdist workers, each test file whole on one of them (tests/conftest.py: xdist groups; the SLURM tests
-# together on one). PYTEST_WORKERS=0 runs everything in one process.
+# Two pytest-xdist workers, each test file whole on one of them, the SLURM tests together on one
+# (tests/conftest.py: pytest_xdist_make_scheduler). PYTEST_WORKERS=0 runs everything in one process.
 PYTEST_WORKERS ?= 2
-XDIST = -n $(PYTEST_WORKERS) --dist loadgroup
+XDIST = -n $(PYTEST_WORKERS) --dist loadfile
 
 test: setup system-deps
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -q $(XDIST)

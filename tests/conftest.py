@@ -34,15 +34,27 @@ def pytest_collection(session):
             os.environ["SLURM_CONF"] = saved
 
 
-def pytest_collection_modifyitems(config, items):
-    """Units of work for `pytest -n 2 --dist loadgroup` (pytest-xdist; the Makefile's test targets): each test
-    file runs whole on one worker, so a module's fixtures (a finished workflow run) are built once; the SLURM
-    tests (one cluster per machine, and the process clean-up that looks for its jobs' processes) form one group
-    on one worker. Without xdist the marks do nothing."""
-    for item in items:
-        path = Path(str(item.path)).resolve()
-        slurm = SLURM_TESTS in path.parents or path.name == "test_slurm_cleanup.py"
-        item.add_marker(pytest.mark.xdist_group("slurm" if slurm else path.relative_to(REPO).as_posix()))
+def pytest_xdist_make_scheduler(config, log):
+    """Units of work for `pytest -n 2 --dist loadfile` (pytest-xdist; the Makefile's test targets): each test file
+    runs whole on one worker, so a module's fixtures (a finished workflow run) are built once, and the SLURM tests
+    (one cluster per machine: tests/slurm/*, and tests/test_slurm_cleanup.py, which looks for its jobs'
+    processes) form one unit on one worker. (xdist's own `xdist_group` marks do not take effect with pytest 9.2,
+    which no longer keeps a node's id in the attribute xdist 3.8 rewrites.) Other `--dist` modes are xdist's."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FileOrSlurmScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    return FileOrSlurmScheduling(config, log)
+
+
+def work_unit(nodeid: str) -> str:
+    """The xdist work unit of a test: "slurm" for the SLURM tests, else its file."""
+    path = Path(nodeid.split("::", 1)[0])
+    return "slurm" if "slurm" in path.parent.parts or path.name == "test_slurm_cleanup.py" else path.as_posix()
 
 
 def pytest_sessionstart(session):
