@@ -34,6 +34,7 @@ def pytest_collection(session):
             os.environ["SLURM_CONF"] = saved
 
 
+@pytest.hookimpl(optionalhook=True)  # xdist's hook: no error where xdist is absent or disabled (-p no:xdist)
 def pytest_xdist_make_scheduler(config, log):
     """Units of work for `pytest -n 2 --dist loadfile` (pytest-xdist; the Makefile's test targets): each test file
     runs whole on one worker, so a module's fixtures (a finished workflow run) are built once, and the SLURM tests
@@ -63,6 +64,7 @@ def pytest_sessionstart(session):
 
     if "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+
 
 REPO = Path(__file__).resolve().parents[1]
 SLURM_TESTS = Path(__file__).resolve().parent / "slurm"
