@@ -58,6 +58,73 @@ def work_unit(nodeid: str) -> str:
     return "slurm" if "slurm" in path.parent.parts or path.name == "test_slurm_cleanup.py" else path.as_posix()
 
 
+def pytest_ignore_collect(collection_path: Path, config):
+    """Skip importing a test file whose every test the ``-m`` expression deselects: one whose module-level
+    ``pytestmark`` already makes the expression false whatever other marks its tests carry (`make test-fast`'s
+    ``-m "not slow and not slurm and not heavy"`` and the workflow, SLURM and perf-parity files). Importing
+    them only to deselect every test cost each xdist worker seconds (Snakemake's CLI, torch._dynamo via
+    benchmarks.harness, assertion rewriting of long files). The file's marks are read from its source; nothing
+    is skipped that the expression could select, and without ``-m`` nothing is skipped."""
+    markexpr = config.option.markexpr
+    if not markexpr or collection_path.suffix != ".py" or not collection_path.name.startswith("test_"):
+        return None
+    marks = module_marks(collection_path)
+    if marks and never_selected(markexpr, marks):
+        return True
+    return None
+
+
+def module_marks(path: Path) -> frozenset[str]:
+    """Names of the plain marks of a test file's top-level ``pytestmark = pytest.mark.NAME`` (or a list/tuple of
+    them); marks with arguments are left out (an expression could ask for their arguments)."""
+    import ast
+
+    source = path.read_text(encoding="utf-8")
+    if "pytestmark" not in source:
+        return frozenset()
+    names: set[str] = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets):
+            values = node.value.elts if isinstance(node.value, (ast.List, ast.Tuple)) else [node.value]
+            for value in values:
+                if (isinstance(value, ast.Attribute) and isinstance(value.value, ast.Attribute)
+                        and value.value.attr == "mark" and isinstance(value.value.value, ast.Name)
+                        and value.value.value.id == "pytest"):
+                    names.add(value.attr)
+    return frozenset(names)
+
+
+def never_selected(markexpr: str, marks: frozenset[str], most_free: int = 8) -> bool:
+    """Whether the ``-m`` expression is false for every test that carries ``marks``, whatever further marks
+    (with whatever arguments) it has: evaluated under every truth assignment of the other names it asks about
+    (found as it asks), with ``marks`` present. Too many other names: answers False (collect the file)."""
+    import itertools
+
+    from _pytest.mark.expression import Expression
+
+    expr = Expression.compile(markexpr)
+    free: list[tuple] = []
+    while True:
+        known = list(free)
+        if len(known) > most_free:
+            return False
+        for values in itertools.product((False, True), repeat=len(known)):
+            assignment = dict(zip(known, values))
+
+            def matcher(name: str, /, **kwargs) -> bool:
+                if not kwargs and name in marks:
+                    return True
+                key = (name, tuple(sorted(kwargs.items())))
+                if key not in free:
+                    free.append(key)
+                return assignment.get(key, False)
+
+            if expr.evaluate(matcher):
+                return False
+        if len(free) == len(known):
+            return True
+
+
 def pytest_sessionstart(session):
     """torch imported before this file (by a plugin) would have read its threads already: set them again."""
     import sys
