@@ -35,13 +35,21 @@ demo: setup system-deps
 	@echo "Summary: results/demo/tables/demo_summary.md"
 	@cat results/demo/tables/demo_summary.md
 
+# Two pytest-xdist workers, each test file whole on one of them, the SLURM tests together on one
+# (tests/conftest.py: pytest_xdist_make_scheduler). PYTEST_WORKERS=0 runs everything in one process.
+PYTEST_WORKERS ?= 2
+XDIST = -n $(PYTEST_WORKERS) --dist loadfile
+# Bytecode caches (gitignored __pycache__) are written even where PYTHONDONTWRITEBYTECODE is set: without them
+# every worker and every Snakemake/CLI start a test makes compiles the package again, and pytest rewrites the
+# asserts of every test file again (~5 s of CPU per worker per run).
+
 test: setup system-deps
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -q
+	PYTHONDONTWRITEBYTECODE= PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -q $(XDIST)
 
 # The inner loop: unit tests only (no workflow runs, no SLURM, nothing that trains for long). `make test`
 # (the README's test command, what CI runs) runs these and everything else.
 test-fast: setup
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -q -m "not slow and not slurm and not heavy"
+	PYTHONDONTWRITEBYTECODE= PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -q $(XDIST) -m "not slow and not slurm and not heavy"
 
 lint: setup
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --lint

@@ -13,7 +13,8 @@ What is measured, each in a fresh process:
   with an ``overlay.yaml``, as tests/workflow_helpers.py writes);
 * ``sentrepro check-config`` and ``sentrepro registry`` start-up.
 
-CPU time, not wall: the machine is shared, and CPU seconds are what a busy machine does not inflate much.
+CPU time, not wall: the machine is shared, and CPU seconds are what a busy machine does not inflate much
+(each line also prints the load average, 1/5/15 minutes, when it was taken).
 ``--repo`` measures another checkout (its ``src`` is put first on ``PYTHONPATH``), so that two commits can
 be compared in one sitting with the same interpreter and packages.
 """
@@ -50,8 +51,9 @@ def cpu_run(cmd: list[str], cwd: Path, env: dict) -> tuple[float, float, str]:
 def report(label: str, samples: list[tuple[float, float]]) -> None:
     cpu = [s[0] for s in samples]
     wall = [s[1] for s in samples]
+    load = " / ".join(f"{value:.1f}" for value in os.getloadavg())
     print(f"{label}: CPU median {statistics.median(cpu):.2f} s (min {min(cpu):.2f}, max {max(cpu):.2f}); "
-          f"wall median {statistics.median(wall):.2f} s; n={len(samples)}", flush=True)
+          f"wall median {statistics.median(wall):.2f} s; n={len(samples)}; load average now {load}", flush=True)
 
 
 def empty_overlay(workdir: Path) -> Path:

@@ -15,6 +15,9 @@ from sentrepro.workflow_plan import PlanError, find_snakefile, parse_job_stats, 
 from tests.workflow_helpers import planned_jobs, snakemake, write_overlay
 
 REPO = Path(__file__).resolve().parents[1]
+# Planning the paper config (621 jobs) costs seconds of CPU per plan: the tests that read a plan are in the heavy
+# tier (`make test` runs them; `make test-fast` leaves them out); the parser's unit test stays in the fast one.
+PLANS = pytest.mark.heavy
 
 
 @pytest.fixture(scope="module")
@@ -28,6 +31,7 @@ def paper_jobs(tmp_path_factory) -> list:
     return plan([REPO / "config.yaml"], tmp_path_factory.mktemp("plan"))
 
 
+@PLANS
 def test_paper_config_counts_are_the_jobs_snakemake_plans(paper_config, paper_jobs, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # no prepared corpus here: the known wiki1m size is used
     est = estimate(paper_config, jobs=paper_jobs)
@@ -52,6 +56,7 @@ def test_plan_parsing_fails_loudly():
         parse_jobs("rule train:\n    wildcards: backbone=b\nJob stats:\njob count\n--- -----\ntrain 2\ntotal 2\n")
 
 
+@PLANS
 def test_simcse_bert_base_hours_follow_the_stated_assumptions(paper_config, paper_jobs, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     estimates = load_estimates()
@@ -69,6 +74,7 @@ def test_simcse_bert_base_hours_follow_the_stated_assumptions(paper_config, pape
     assert large.size == "large" and large.seconds_per_step > line.seconds_per_step
 
 
+@PLANS
 def test_max_steps_wins_and_an_unknown_corpus_is_an_error_naming_the_key(paper_config, paper_jobs, tmp_path,
                                                                          monkeypatch):
     assert training_steps({"max_steps": 60, "batch_size": 32}, None, "x") == 60
@@ -80,9 +86,21 @@ def test_max_steps_wins_and_an_unknown_corpus_is_an_error_naming_the_key(paper_c
         estimate(config, jobs=paper_jobs)
 
 
-def test_cost_command_on_the_paper_config(tmp_path, monkeypatch, capsys):
+@PLANS
+def test_cost_command_on_the_paper_config(paper_jobs, tmp_path, monkeypatch, capsys):
+    from sentrepro import workflow_plan
     from sentrepro.cli import main
 
+    # config.yaml alone was planned by the same function for `paper_jobs` (checked above against the dry run as a
+    # user types it): the command gets that plan back instead of a second identical dry run, after checking that
+    # it asked for exactly that file; any other files (the demo overlay below) are planned for real.
+    real_plan, calls = workflow_plan.plan, []
+
+    def plan(configfiles, *args, **kwargs):
+        calls.append([str(Path(p).resolve()) for p in configfiles])
+        return paper_jobs if calls[-1] == [str(REPO / "config.yaml")] else real_plan(configfiles, *args, **kwargs)
+
+    monkeypatch.setattr(workflow_plan, "plan", plan)
     monkeypatch.chdir(tmp_path)
     assert main(["cost", str(REPO / "config.yaml")]) == 0
     out = capsys.readouterr().out
@@ -90,6 +108,7 @@ def test_cost_command_on_the_paper_config(tmp_path, monkeypatch, capsys):
     assert "bert-base      simcse" in out and "GPU-hours" in out and out.rstrip().endswith("reference GPU).")
     assert main(["cost", str(REPO / "config.yaml"), str(REPO / "profiles" / "demo" / "overlay.yaml")]) == 0
     assert "experiment 'demo'" in capsys.readouterr().out
+    assert calls == [[str(REPO / "config.yaml")], [str(REPO / "config.yaml"), str(REPO / "profiles/demo/overlay.yaml")]]
 
 
 def test_the_snakefile_is_found_from_the_config_not_beside_the_package(tmp_path):

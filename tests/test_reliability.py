@@ -252,9 +252,52 @@ def _hub(tmp_path):
     return ServerPlan(files=hub_files("tiny-org/tiny-bert", "a" * 40, bodies))
 
 
+def _start_forked_cli(argv: list[str], cwd: Path, env: dict[str, str], log: Path) -> int:
+    """``sentrepro <argv>`` in a forked child of this process, in ``cwd`` with ``env``: the same command, run
+    by the same ``main`` as ``python -m sentrepro.cli``, but without a new interpreter importing torch and
+    transformers again (~3 s of CPU per process). Its stdout and stderr go to ``log``; returns the pid."""
+    pid = os.fork()
+    if pid:
+        return pid
+    code = 70
+    try:  # the child: never returns into pytest
+        os.chdir(cwd)
+        os.environ.clear()
+        os.environ.update(env)
+        out = open(log, "w", encoding="utf-8")
+        os.dup2(out.fileno(), 1)
+        os.dup2(out.fileno(), 2)
+        sys.stdout = sys.stderr = out
+        from sentrepro.cli import main
+
+        code = main(argv)
+    except BaseException:  # noqa: BLE001 - reported through the log and the exit status
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        os._exit(code)
+
+
+def _wait_forked(pid: int, log: Path, timeout_s: float = 300) -> tuple[str, int]:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return log.read_text(encoding="utf-8"), os.waitstatus_to_exitcode(status)
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            raise AssertionError(f"forked fetch-model still running after {timeout_s} s: {log.read_text()}")
+        time.sleep(0.02)
+
+
 def test_two_concurrent_fetches_of_one_model_into_a_shared_resources_both_succeed(tmp_path):
     """Two checkouts (processes) run the same fetch-model at once into one resources/: both succeed, one
-    verified snapshot, no staging or lock file left (without the lock this failed 7 times in 7)."""
+    verified snapshot, no staging or lock file left (without the lock this failed 7 times in 7). The first
+    attempt starts two `python -m sentrepro.cli` processes as a user would; the next two fork this process
+    into two children that run the same command (the same race, without two more interpreter starts each)."""
     from sentrepro.pretrained.names import snapshot_manifest
 
     plan = _hub(tmp_path)
@@ -265,14 +308,20 @@ def test_two_concurrent_fetches_of_one_model_into_a_shared_resources_both_succee
             shared = tmp_path / f"shared{attempt}"
             manifest = shared / snapshot_manifest("resources", "hub-bert", spec)
             out_dir = manifest.parent
-            cmd = [sys.executable, "-m", "sentrepro.cli", "fetch-model", "--name", "hub-bert", "--spec",
-                   json.dumps(spec), "--out-dir", str(out_dir), "--quiet"]
+            argv = ["fetch-model", "--name", "hub-bert", "--spec", json.dumps(spec), "--out-dir", str(out_dir),
+                    "--quiet"]
             checkouts = [tmp_path / f"checkout{attempt}-{i}" for i in (1, 2)]
             for checkout in checkouts:
                 checkout.mkdir()
-            procs = [subprocess.Popen(cmd, cwd=checkout, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      text=True) for checkout in checkouts]
-            outcomes = [p.communicate(timeout=300) + (p.returncode,) for p in procs]
+            if attempt == 0:
+                procs = [subprocess.Popen([sys.executable, "-m", "sentrepro.cli", *argv], cwd=checkout, env=env,
+                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         for checkout in checkouts]
+                outcomes = [p.communicate(timeout=300) + (p.returncode,) for p in procs]
+            else:
+                logs = [checkout.with_suffix(".log") for checkout in checkouts]
+                pids = [_start_forked_cli(argv, checkout, env, log) for checkout, log in zip(checkouts, logs)]
+                outcomes = [("",) + _wait_forked(pid, log) for pid, log in zip(pids, logs)]
             assert [code for _, _, code in outcomes] == [0, 0], outcomes
             snapshot = open_snapshot(manifest)  # every file verified against the manifest
             assert {e["path"] for e in snapshot.files} >= {"config.json", "model.safetensors"}

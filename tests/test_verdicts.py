@@ -79,23 +79,31 @@ def _with_spread(mean: float, std: float) -> list[float]:
     return [mean + std, mean - std, mean + std, mean - std]
 
 
-@pytest.fixture()
-def runs(tmp_path):
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Four seeds of four runs (module-scoped: every test only reads these files)."""
+    root = tmp_path_factory.mktemp("runs")
     files = []
     for seed in (1, 2, 3, 4):
-        files.append(write_run(tmp_path, "bert-base", "conpvp", seed, noise=0.15))       # clearly better
-        files.append(write_run(tmp_path, "bert-base", "simcse", seed, noise=0.6))
-        files.append(write_run(tmp_path, "roberta-large", "conpvp", seed, noise=0.30))   # overlapping
-        files.append(write_run(tmp_path, "roberta-large", "conpvp-manual", seed, noise=0.30 + 0.001 * seed))
+        files.append(write_run(root, "bert-base", "conpvp", seed, noise=0.15))       # clearly better
+        files.append(write_run(root, "bert-base", "simcse", seed, noise=0.6))
+        files.append(write_run(root, "roberta-large", "conpvp", seed, noise=0.30))   # overlapping
+        files.append(write_run(root, "roberta-large", "conpvp-manual", seed, noise=0.30 + 0.001 * seed))
     return files
+
+
+@pytest.fixture(scope="module")
+def runs_verdicts(runs):
+    """``build_verdicts`` of the shipped claims on ``runs``, computed once for the tests that only read it."""
+    return build_verdicts(load_claims(), runs, BACKBONES, "unit")
 
 
 def _by_id(result):
     return {r.claim["id"]: r for r in result.claims}
 
 
-def test_clear_gain_best_of_n_with_both_intervals(runs):
-    result = _by_id(build_verdicts(load_claims(), runs, BACKBONES, "unit"))
+def test_clear_gain_best_of_n_with_both_intervals(runs_verdicts):
+    result = _by_id(runs_verdicts)
     r = result["conpvp-t3-vs-simcse-bert-base"]
     assert r.a.statistic == "best" and r.verdict == "holds"
     # ours = the best seed by Avg. on each side, the number the table shows
@@ -138,8 +146,8 @@ def test_clear_loss_is_reversed_and_overlap_inconclusive(runs):
     assert result["conpvp-t4-negative-prototypes"].verdict == "not run"
 
 
-def test_renderings_list_every_claim_and_the_cell_noise(runs):
-    result = build_verdicts(load_claims(), runs, BACKBONES, "unit")
+def test_renderings_list_every_claim_and_the_cell_noise(runs_verdicts):
+    result = runs_verdicts
     md = to_markdown(result)
     for claim in load_claims()["claims"]:
         assert f"| {claim['id']} |" in md
@@ -240,8 +248,8 @@ def test_a_frozen_side_against_four_seeds_gets_a_one_sample_interval(tmp_path):
     assert frozen.noise.within and frozen.noise.sd == 0.0
 
 
-def test_a_reported_only_side_is_tested_as_the_published_constant(runs):
-    result = build_verdicts(load_claims(), runs, BACKBONES, "unit")
+def test_a_reported_only_side_is_tested_as_the_published_constant(runs_verdicts):
+    result = runs_verdicts
     r = _by_id(result)["conpvp-t3-vs-consert-bert-base"]
     assert r.b.kind == "published" and r.b.ours == pytest.approx(72.74)
     assert r.seed.method == "one-sample-bootstrap" and "constant 72.74" in r.seed.detail
@@ -249,8 +257,8 @@ def test_a_reported_only_side_is_tested_as_the_published_constant(runs):
     assert r.ours_delta == pytest.approx(r.a.ours - 72.74)
 
 
-def test_not_run_is_split_into_named_causes(tmp_path, runs):
-    result = build_verdicts(load_claims(), runs, BACKBONES, "unit")
+def test_not_run_is_split_into_named_causes(tmp_path, runs_verdicts):
+    result = runs_verdicts
     by_id = _by_id(result)
     assert by_id["conpvp-t4-negative-prototypes"].cause == "no run in this experiment"
     assert by_id["promptbert-k8-manual-vs-flow"].cause == "no run in this experiment"

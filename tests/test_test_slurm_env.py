@@ -1,0 +1,30 @@
+"""Test infrastructure: tests outside tests/slurm start Snakemake without waiting for a SLURM controller, and
+the xdist work units keep each file (and all SLURM tests) on one worker (tests/conftest.py)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+
+
+def test_outside_tests_slurm_scontrol_fails_at_once_instead_of_waiting_for_a_controller():
+    assert os.environ.get("SLURM_CONF") == os.devnull
+    if shutil.which("scontrol") is None:
+        return  # no SLURM client on this machine: the plugin's query fails at once anyway
+    started = time.monotonic()
+    done = subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and time.monotonic() - started < 3
+
+
+def test_the_slurm_tests_are_one_xdist_work_unit_and_every_other_file_its_own():
+    """`make test` runs two xdist workers (tests/conftest.py): the SLURM tests must never run on both at once."""
+    from tests.conftest import work_unit
+
+    slurm = {work_unit(nodeid) for nodeid in ("tests/slurm/test_slurm_mini.py::test_a",
+                                               "tests/slurm/test_slurm_workflow.py::test_b[x-y]",
+                                               "tests/test_slurm_cleanup.py::test_c")}
+    assert slurm == {"slurm"}
+    assert work_unit("tests/test_workflow.py::test_d[a::b]") == "tests/test_workflow.py"
+    assert work_unit("tests/test_workflow.py::test_e") != work_unit("tests/test_cost.py::test_e")
