@@ -23,6 +23,7 @@ import os
 import platform
 import socket
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -66,15 +67,15 @@ def library_versions() -> dict:
 
 
 def device_info(device: str | None = None) -> dict:
+    """The device a job ran on, and torch's thread count and GPU name when the job used torch. A job that
+    never imported torch (downloads, data checks, tables) computed nothing with it: importing it here only
+    to read its thread count would cost every such command about two seconds of start-up."""
     info: dict[str, Any] = {"device": device or "cpu"}
-    try:
-        import torch
-
+    torch = sys.modules.get("torch")
+    if torch is not None:
         info["torch_threads"] = torch.get_num_threads()
         if device and device.startswith("cuda") and torch.cuda.is_available():
             info["gpu"] = torch.cuda.get_device_name(0)
-    except ImportError:  # pragma: no cover - torch is a dependency
-        pass
     return info
 
 
