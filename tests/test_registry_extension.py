@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.norms_suite import norms_suite_module, norms_suite_units
 from tests.workflow_helpers import REPO, copy_checkout, planned_jobs, snakemake, tiny_overlay, write_overlay
 
 pytestmark = pytest.mark.slow
@@ -51,26 +52,8 @@ class MeanSimCSE(SimCSE):
         return pool_avg(model.encoder(**inputs).last_hidden_state, inputs["attention_mask"])
 '''
 
-SUITE_MODULE = '''"""The mean L2 norm of a run's STS-B sentence vectors (a suite added through the registry)."""
-
-from pathlib import Path
-
-import numpy as np
-
-from sentrepro.data.sts import read_sts_benchmark
-from sentrepro.evaluation.job import SuiteJob, source_root, write_metrics
-
-
-def run_norms(job: SuiteJob, manifest: Path, out: Path) -> dict:
-    split = job.settings["split"]
-    path = source_root(manifest) / job.settings["sts"]["stsb_dir"] / f"sts-{split}.csv"
-    pairs = read_sts_benchmark(path, split=split, check_counts=job.check_counts)
-    job.add_data_files([path], f"STS-B {split}")
-    vectors = job.embed([s for pair in pairs for s in (pair.s1, pair.s2)])  # (2n, H)
-    norms = np.linalg.norm(vectors, axis=1)
-    return write_metrics(job, out, {"mean_norm": {"reported": float(norms.mean()), "n": int(len(norms))}},
-                         aggregation=f"mean L2 norm of the STS-B {split} sentence vectors")
-'''
+SUITE_MODULE = norms_suite_module(
+    "The mean L2 norm of a run's STS-B sentence vectors (a suite added through the registry).")
 
 METHOD_UNITS = """# mean_simcse.py's unit (a method kind added by CONTRIBUTING.md's recipe)
 methods:
@@ -84,20 +67,7 @@ methods:
       max_seq_length: {type: integer, minimum: 4}
     cost: {encoder_passes: 2, sequence_factor: 1.0}
 """
-SUITE_UNITS = """# norms_suite.py's unit (a suite added by CONTRIBUTING.md's recipe)
-suites:
-  norms:
-    implementation: run_norms
-    data: sts
-    model: checkpoint
-    resources: {mem_mb: 2000, runtime: 10, cpus_per_task: 1, gpu: 0}
-    cost: {small: 5, base: 10, large: 20}
-    settings:
-      description: mean L2 norm of STS-B sentence vectors
-      properties:
-        split: {enum: [dev, test], default: test}
-        device: {$ref: "#/$defs/suite_device"}
-"""
+SUITE_UNITS = "# norms_suite.py's unit (a suite added by CONTRIBUTING.md's recipe)\n" + norms_suite_units("norms")
 RUN = "tiny-bert/mean-simcse/seed1"
 # The new run's jobs and what shows it: training, STS at step 0 and after (the demo summary reads both),
 # the new suite, and the demo summary (every trained run). Nothing that exists: no tokenize, no SimCSE

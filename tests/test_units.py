@@ -14,6 +14,7 @@ import yaml
 
 from sentrepro import codedeps, registry, units
 from sentrepro.tables.spec import SpecError, spec_path, validate_spec
+from tests.norms_suite import norms_suite_module, norms_suite_units
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -188,40 +189,9 @@ PLUGIN_METHOD_UNITS = '''methods:
     cost: {encoder_passes: 2, sequence_factor: 1.0}
 '''
 
-PLUGIN_SUITE = '''"""A plug-in suite: the mean L2 norm of a run's STS-B sentence vectors."""
+PLUGIN_SUITE = norms_suite_module("A plug-in suite: the mean L2 norm of a run's STS-B sentence vectors.")
 
-from pathlib import Path
-
-import numpy as np
-
-from sentrepro.data.sts import read_sts_benchmark
-from sentrepro.evaluation.job import SuiteJob, source_root, write_metrics
-
-
-def run_norms(job: SuiteJob, manifest: Path, out: Path) -> dict:
-    split = job.settings["split"]
-    path = source_root(manifest) / job.settings["sts"]["stsb_dir"] / f"sts-{split}.csv"
-    pairs = read_sts_benchmark(path, split=split, check_counts=job.check_counts)
-    job.add_data_files([path], f"STS-B {split}")
-    vectors = job.embed([s for pair in pairs for s in (pair.s1, pair.s2)])  # (2n, H)
-    norms = np.linalg.norm(vectors, axis=1)
-    return write_metrics(job, out, {"mean_norm": {"reported": float(norms.mean()), "n": int(len(norms))}},
-                         aggregation=f"mean L2 norm of the STS-B {split} sentence vectors")
-'''
-
-PLUGIN_SUITE_UNITS = '''suites:
-  plugin_norms:
-    implementation: run_norms
-    data: sts
-    model: checkpoint
-    resources: {mem_mb: 2000, runtime: 10, cpus_per_task: 1, gpu: 0}
-    cost: {small: 5, base: 10, large: 20}
-    settings:
-      description: mean L2 norm of STS-B sentence vectors
-      properties:
-        split: {enum: [dev, test], default: test}
-        device: {$ref: "#/$defs/suite_device"}
-'''
+PLUGIN_SUITE_UNITS = norms_suite_units("plugin_norms")
 
 
 def build_plugin(root: Path, version: str = "0.3.1") -> Path:
