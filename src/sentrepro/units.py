@@ -243,9 +243,3 @@ def resolved_metadata(unit_: Unit) -> dict:
         source = discover()["suites"].get(unit_.metadata["settings_from"])
         record["settings"] = source.metadata.get("settings") if source else None
     return record
-
-
-def loaded_plugins() -> list[str]:
-    """``<distribution>==<version>`` of every plug-in providing units (for ``sentrepro registry``)."""
-    return sorted({u.origin for units in discover().values() for u in units.values() if u.origin != BUILT_IN})
-

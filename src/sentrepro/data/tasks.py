@@ -32,8 +32,3 @@ def sts_tasks() -> dict[str, dict]:
 def transfer_tasks() -> dict[str, dict]:
     """Transfer task -> ``{"dir", "protocol"}``."""
     return dict(_group("transfer"))
-
-
-def clustering_sets() -> dict[str, str]:
-    """Clustering set -> its path in the short-text-clustering data/ folder."""
-    return dict(_group("clustering"))
