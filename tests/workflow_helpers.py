@@ -67,13 +67,19 @@ def fixed_thread_env(threads: int | str | None = None) -> dict[str, str]:
     return {**{name: threads for name in THREAD_VARIABLES}, "OMP_DYNAMIC": "FALSE", "MKL_DYNAMIC": "FALSE"}
 
 
-def snakemake(workdir: Path, *args: str, overlay: Path | None = None, check: bool = True,
-              timeout: int = 900, repo: Path = REPO, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+DRY_RUN = frozenset({"-n", "--dry-run", "--dryrun", "--lint", "--list-rules", "--summary", "--detailed-summary"})
+
+
+def snakemake(workdir: Path, *args: str, overlay: Path | None = None, check: bool = True, timeout: int = 900,
+              repo: Path = REPO, env: dict[str, str] | None = None, fresh: bool = False) -> subprocess.CompletedProcess:
     """``snakemake -s <repo>/Snakefile -d <workdir> <args> --configfiles config.yaml overlay.yaml``.
 
     ``args`` come before ``--configfiles`` (which takes every word after it), so they may end in targets.
     ``repo``: a copy of the checkout (see :func:`copy_checkout`), whose src/ is then imported instead.
     Jobs run with :func:`fixed_thread_env`; ``env`` adds or overrides variables (e.g. a BLAS back-end).
+    The jobs that load models are forked from a warm server (tests/job_server.py: the same command line, with
+    torch and transformers imported once); ``fresh=True`` starts every job as its own process, for a test
+    about the job processes themselves.
     """
     overlay = overlay or workdir / "overlay.yaml"
     cmd = [SNAKEMAKE, "-s", str(repo / "Snakefile"), "-d", str(workdir), "--cores", "2", *args,
@@ -82,6 +88,10 @@ def snakemake(workdir: Path, *args: str, overlay: Path | None = None, check: boo
            **(env or {})}
     if repo != REPO:
         env["PYTHONPATH"] = str(repo / "src")
+    if not fresh and not DRY_RUN.intersection(args):
+        from tests.job_server import job_env
+
+        env = job_env(env)
     result = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
     if check and result.returncode != 0:
         raise AssertionError(f"snakemake failed ({result.returncode}):\n{result.stdout[-4000:]}\n{result.stderr[-6000:]}")
