@@ -4,8 +4,10 @@ normalisation (comments and docstrings change nothing), package data declaration
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pytest
+import yaml
 
 from sentrepro import codedeps
 from tests.module_closures import cli_commands, command_script, modulefinder_closure, rule_entries
@@ -334,3 +336,48 @@ def test_an_unwritable_cache_changes_no_fingerprint(package_copy, tmp_path, monk
     monkeypatch.setenv(codedeps.CACHE_ENV, "off")
     codedeps.file_fingerprint.cache_clear()
     assert codedeps.file_fingerprint("runner.py") == value
+
+
+# ---- parsed YAML through the same content-addressed cache (sentrepro.fsutil.parse_yaml)
+
+def _yaml_entries(cache: Path) -> list[Path]:
+    return [path for path in cache.rglob("*") if path.is_file() and not path.name.startswith(".")]
+
+
+def test_parsed_yaml_is_cached_by_content_and_equal_to_an_uncached_parse(tmp_path, monkeypatch):
+    from sentrepro.fsutil import parse_yaml
+
+    text = "a: 1\nb: [x, 2.5, true, null]\nnested: &base {k: v}\nagain: *base\n"
+    monkeypatch.setenv(codedeps.CACHE_ENV, "off")
+    uncached = parse_yaml(text)
+    cache = tmp_path / "cache"
+    monkeypatch.setenv(codedeps.CACHE_ENV, str(cache))
+    first = parse_yaml(text)
+    assert len(_yaml_entries(cache)) == 1
+    second = parse_yaml(text)
+    assert first == second == uncached == yaml.safe_load(text)
+    assert second["again"] is not second["nested"]  # an alias is a copy, on the first parse and from the cache alike
+    assert first["again"] is not first["nested"] and uncached["again"] is not uncached["nested"]
+    # the same size, another content: another key, the other value (never the cached one)
+    edited = text.replace("a: 1", "a: 7")
+    assert len(edited) == len(text) and parse_yaml(edited)["a"] == 7
+    assert len(_yaml_entries(cache)) == 2
+
+
+def test_a_tampered_yaml_entry_is_ignored_and_a_document_json_cannot_hold_is_never_served_from_json(tmp_path,
+                                                                                                     monkeypatch):
+    import datetime
+
+    from sentrepro.fsutil import parse_yaml
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv(codedeps.CACHE_ENV, str(cache))
+    assert parse_yaml("value: 1\n") == {"value": 1}
+    (entry,) = _yaml_entries(cache)
+    key, check, _ = entry.read_text().split(" ", 2)
+    entry.write_text(f"{key} {check} {{\"value\":2}}\n")  # a value that does not match its checksum
+    assert parse_yaml("value: 1\n") == {"value": 1}
+    assert parse_yaml("when: 2026-12-02\n1: one\n") == {"when": datetime.date(2026, 12, 2), 1: "one"}
+    assert parse_yaml("when: 2026-12-02\n1: one\n") == {"when": datetime.date(2026, 12, 2), 1: "one"}
+    with pytest.raises(yaml.YAMLError):
+        parse_yaml("a: [unclosed\n")

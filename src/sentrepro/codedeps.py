@@ -54,12 +54,12 @@ import ast
 import functools
 import hashlib
 import json
-import os
 import re
 import sys
-import tempfile
 from pathlib import Path
 from typing import Iterable
+
+from sentrepro.fsutil import CONTENT_CACHE_ENV, cached_line
 
 PACKAGE = "sentrepro"
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -368,20 +368,8 @@ def normalised_source(rel: str, raw: bytes | None = None) -> bytes:
     return raw
 
 
-CACHE_ENV = "SENTREPRO_FP_CACHE"
-_ENTRY = re.compile(r"([0-9a-f]{64}) ([0-9a-f]{16}) ([^\n]*)\n")
+CACHE_ENV = CONTENT_CACHE_ENV
 _FINGERPRINT = re.compile(rf"[0-9a-f]{{{DIGITS}}}")
-
-
-def cache_dir() -> Path | None:
-    """Where fingerprints are cached (see the module docstring); None when the cache is off."""
-    configured = os.environ.get(CACHE_ENV)
-    if configured == "off":
-        return None
-    if configured:
-        return Path(configured)
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "sentrepro" / "fingerprints"
 
 
 @functools.lru_cache(maxsize=1)
@@ -403,23 +391,6 @@ def cache_key(rel: str, raw: bytes, kind: str = "fingerprint") -> str:
     return digest.hexdigest()
 
 
-def _check(key: str, value: str) -> str:
-    return hashlib.sha256(f"{key} {value}".encode()).hexdigest()[:16]
-
-
-def _cache_read(directory: Path, key: str) -> str | None:
-    """An entry's value when it reads back as ``<its own key> <checksum of key and value> <value>``; None
-    otherwise (missing, truncated, garbled, another key's): such an entry is recomputed and rewritten."""
-    try:
-        text = (directory / key[:2] / key).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-    match = _ENTRY.fullmatch(text)
-    if not match or match.group(1) != key or match.group(2) != _check(key, match.group(3)):
-        return None
-    return match.group(3)
-
-
 def _is_json(value: str) -> bool:
     try:
         json.loads(value)
@@ -430,33 +401,7 @@ def _is_json(value: str) -> bool:
 
 def _cached(kind: str, rel: str, raw: bytes, compute, valid) -> str:
     """``compute()`` (a one-line string) for this content of ``rel``, through the content-addressed cache."""
-    directory = cache_dir()
-    if directory is None:
-        return compute()
-    key = cache_key(rel, raw, kind)
-    value = _cache_read(directory, key)
-    if value is not None and valid(value):
-        return value
-    value = compute()
-    _cache_write(directory, key, value)
-    return value
-
-
-def _cache_write(directory: Path, key: str, value: str) -> None:
-    """Write an entry atomically (a temporary file renamed over it); failing to write only costs time."""
-    folder = directory / key[:2]
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=folder, prefix=f".{key[:8]}.", suffix=".tmp")
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as out:
-                out.write(f"{key} {_check(key, value)} {value}\n")
-            os.replace(temporary, folder / key)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
-    except OSError:
-        pass
+    return cached_line(cache_key(rel, raw, kind), compute, valid)
 
 
 @functools.lru_cache(maxsize=None)

@@ -19,6 +19,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -181,10 +182,96 @@ def read_json(path: str | os.PathLike) -> Any:
 
 def parse_yaml(stream) -> Any:
     """YAML (a string or an open file) parsed by PyYAML's safe loader, its C implementation (libyaml) where
-    PyYAML was built with it: the same safe constructor, several times faster than the pure-Python one."""
+    PyYAML was built with it, through the content-addressed cache (:func:`cached_line`).
+
+    Building Python objects from a YAML document is slow even with libyaml, and a plan reads some seventy
+    package YAML files that rarely change, so a document whose value JSON represents exactly (mappings with
+    string keys, lists, strings, finite numbers, booleans, null: every file of this project) is kept as one
+    line of JSON keyed by its text. It is then returned as JSON gives it back, on the first parse too, so a
+    cached and an uncached parse are equal in every respect (YAML aliases, for one, become copies rather
+    than shared objects). A document JSON cannot represent exactly (a date, a set, a non-string key) is
+    parsed every time and returned as PyYAML builds it."""
     import yaml
 
-    return yaml.load(stream, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 (safe)
+    text = stream.read() if hasattr(stream, "read") else stream
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    key = hashlib.sha256(f"yaml\0{loader.__name__}\0{yaml.__version__}\0".encode() + text.encode("utf-8"))
+    parsed: list = []
+
+    def parse() -> str:
+        data = yaml.load(text, Loader=loader)  # noqa: S506 (a safe loader)
+        parsed.append(data)
+        return json.dumps(data, separators=(",", ":"), allow_nan=False) if _json_exact(data) else ""
+
+    line = cached_line(key.hexdigest(), parse, lambda value: True)
+    return json.loads(line) if line else (parsed[0] if parsed else yaml.load(text, Loader=loader))  # noqa: S506
+
+
+def _json_exact(value: Any) -> bool:
+    """Whether JSON gives ``value`` back equal and of the same types (what :func:`parse_yaml` may cache)."""
+    kind = type(value)
+    if kind is dict:
+        return all(type(key) is str and _json_exact(item) for key, item in value.items())
+    if kind is list:
+        return all(_json_exact(item) for item in value)
+    if kind is float:
+        return math.isfinite(value)
+    return kind in (str, int, bool, type(None))
+
+
+# The content-addressed cache of what is derived from a file's content: code fingerprints and imports
+# (sentrepro.codedeps), parsed YAML (parse_yaml). Keys are SHA-256 digests of the content with the kind of
+# derivation, never a modification time, so a changed file can never find a stale entry.
+CONTENT_CACHE_ENV = "SENTREPRO_FP_CACHE"
+_ENTRY = re.compile(r"([0-9a-f]{64}) ([0-9a-f]{16}) ([^\n]*)\n")
+
+
+def content_cache_dir() -> Path | None:
+    """``$SENTREPRO_FP_CACHE``, else ``$XDG_CACHE_HOME/sentrepro/fingerprints`` (``~/.cache/...``); None
+    when ``SENTREPRO_FP_CACHE=off``."""
+    configured = os.environ.get(CONTENT_CACHE_ENV)
+    if configured == "off":
+        return None
+    if configured:
+        return Path(configured)
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "sentrepro" / "fingerprints"
+
+
+def cached_line(key: str, compute: Callable[[], str], valid: Callable[[str], Any]) -> str:
+    """``compute()`` (a string without newlines) for ``key`` (64 hex digits), through the cache: an entry
+    that reads back as ``<its own key> <checksum of key and value> <value>`` and is ``valid`` is returned;
+    anything else (missing, truncated, garbled, another key's) is recomputed and written again, atomically.
+    A cache that cannot be read or written only costs time."""
+    directory = content_cache_dir()
+    if directory is None:
+        return compute()
+    path = directory / key[:2] / key
+    try:
+        match = _ENTRY.fullmatch(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        match = None
+    if match and match.group(1) == key and match.group(2) == _entry_check(key, match.group(3)) \
+            and valid(match.group(3)):
+        return match.group(3)
+    value = compute()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{key[:8]}.", suffix=".tmp")
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as out:
+                out.write(f"{key} {_entry_check(key, value)} {value}\n")
+            os.replace(temporary, path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+    except OSError:
+        pass
+    return value
+
+
+def _entry_check(key: str, value: str) -> str:
+    return hashlib.sha256(f"{key} {value}".encode()).hexdigest()[:16]
 
 
 @functools.lru_cache(maxsize=16)
