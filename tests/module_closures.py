@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import hashlib
 import inspect
 import modulefinder
 import re
@@ -98,20 +99,37 @@ def modulefinder_closure(script: str, tmp_path: Path) -> set[str]:
     """Package modules a script imports, by modulefinder; only a copy of src/ is on its path, so
     third-party packages are not followed. modulefinder cannot enter namespace packages
     (sentrepro/tables has no __init__.py): the copy gets an empty one, left out of the answer."""
+    src, added = _finder_copy(tmp_path)
     work = Path(tempfile.mkdtemp(dir=tmp_path))
-    src = work / "src"
-    shutil.copytree(PACKAGE, src / "sentrepro", ignore=shutil.ignore_patterns("__pycache__"))
-    added = set()
-    for directory in [src / "sentrepro", *(p for p in (src / "sentrepro").rglob("*") if p.is_dir())]:
-        if any(directory.glob("*.py")) and not (directory / "__init__.py").exists():
-            (directory / "__init__.py").write_text("")
-            added.add(".".join(directory.relative_to(src).parts))
     path = work / "entry.py"
     path.write_text(script, encoding="utf-8")
     finder = modulefinder.ModuleFinder(path=[str(src)])
     finder.run_script(str(path))
     return {name for name in finder.modules
             if (name == "sentrepro" or name.startswith("sentrepro.")) and name not in added}
+
+
+_FINDER_COPIES: dict[tuple[Path, str], tuple[Path, frozenset[str]]] = {}
+
+
+def _finder_copy(tmp_path: Path) -> tuple[Path, frozenset[str]]:
+    """The copy of src/ that modulefinder reads (with the ``__init__.py`` files it needs, and their package
+    names), made once per test directory and package content (a copy per closure cost most of its time)."""
+    digest = hashlib.sha256()
+    for path in sorted(PACKAGE.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            digest.update(f"{path.relative_to(PACKAGE)}\0".encode() + path.read_bytes() + b"\0")
+    key = (tmp_path, digest.hexdigest())
+    if key not in _FINDER_COPIES:
+        src = Path(tempfile.mkdtemp(dir=tmp_path)) / "src"
+        shutil.copytree(PACKAGE, src / "sentrepro", ignore=shutil.ignore_patterns("__pycache__"))
+        added = set()
+        for directory in [src / "sentrepro", *(p for p in (src / "sentrepro").rglob("*") if p.is_dir())]:
+            if any(directory.glob("*.py")) and not (directory / "__init__.py").exists():
+                (directory / "__init__.py").write_text("")
+                added.add(".".join(directory.relative_to(src).parts))
+        _FINDER_COPIES[key] = (src, frozenset(added))
+    return _FINDER_COPIES[key]
 
 
 def entry_closure(entry: str, tmp_path: Path) -> set[str]:

@@ -21,6 +21,19 @@ import numpy  # noqa: F401
 import snakemake.cli
 import yaml  # noqa: F401
 
+# Snakemake's argument parser (every plugin's options; a fifth of a small plan) built once, here, before any
+# fork: each child parses its own argv with a pristine copy of it (a fork copies this process). With
+# profiles, which are read from disk, the parser is built afresh as always.
+_PARSER = snakemake.cli.get_argument_parser()
+_build_parser = snakemake.cli.get_argument_parser
+
+
+def _argument_parser(profiles=None):
+    return _PARSER if profiles is None else _build_parser(profiles=profiles)
+
+
+snakemake.cli.get_argument_parser = _argument_parser
+
 
 def run_child(request: dict) -> None:
     """In the forked child: Snakemake's main with the request's arguments; never returns."""
