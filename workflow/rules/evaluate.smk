@@ -28,13 +28,10 @@ for _suite, _entry in SUITE_ENTRIES.items():
             code=job_code("cli:evaluate", _suite),
             run_dir=lambda w, input: str(Path(input.run[0]).parent) if input.run else "",
             model=lambda w, input: input.model[0] if input.model else "",
+        # the same for every job of the suite: values, not functions (Snakemake calls a resource function
+        # for each job it plans, four hundred evaluation jobs on the paper config)
         resources:
-            gpu=suite_resource(_suite, "gpu"),
-            slurm_partition=gpu_partition(suite_resource(_suite, "gpu")),
-            gpu_model=gpu_model(suite_resource(_suite, "gpu")),
-            mem_mb=suite_resource(_suite, "mem_mb"),
-            runtime=suite_resource(_suite, "runtime"),
-            cpus_per_task=suite_resource(_suite, "cpus_per_task"),
+            **suite_resource_values(_suite),
         # Short CPU jobs (STS) run several to a SLURM job (profiles/slurm: group-components), so a job's
         # scheduling overhead does not dominate. Local runs ignore groups.
         group:

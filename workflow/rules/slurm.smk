@@ -10,19 +10,25 @@ def _slurm_site(name: str) -> str:
     return os.environ.get(f"SENTREPRO_SLURM_{name}", "").strip()
 
 
+def partition_for(gpus):
+    """The slurm_partition resource of a job asking for ``gpus`` GPUs: the site's GPU partition for GPU jobs
+    when it names one, else the site's partition; None = the cluster's default."""
+    if gpus > 0 and _slurm_site("GPU_PARTITION"):
+        return _slurm_site("GPU_PARTITION")
+    return _slurm_site("PARTITION") or None
+
+
+def gpu_model_for(gpus):
+    """The gpu_model resource (sbatch --gpus=<model>:<n>) of a job asking for ``gpus`` GPUs: the site's GPU
+    type, for GPU jobs only (a model alone makes the plugin request a GPU); None otherwise."""
+    return (_slurm_site("GPU_MODEL") or None) if gpus > 0 else None
+
+
 def gpu_partition(gpus):
-    """The slurm_partition resource for jobs asking for ``gpus(wildcards)`` GPUs. GPU jobs get the
-    site's GPU partition when it names one, other jobs the site's partition; None = cluster default."""
-
-    def partition(wildcards):
-        if gpus(wildcards) > 0 and _slurm_site("GPU_PARTITION"):
-            return _slurm_site("GPU_PARTITION")
-        return _slurm_site("PARTITION") or None
-
-    return partition
+    """:func:`partition_for` of a job whose GPU count is ``gpus(wildcards)`` (a resource function)."""
+    return lambda wildcards: partition_for(gpus(wildcards))
 
 
 def gpu_model(gpus):
-    """The gpu_model resource (sbatch --gpus=<model>:<n>) for jobs asking for ``gpus(wildcards)``
-    GPUs. The site's GPU type, for GPU jobs only: a model alone makes the plugin request a GPU."""
-    return lambda wildcards: (_slurm_site("GPU_MODEL") or None) if gpus(wildcards) > 0 else None
+    """:func:`gpu_model_for` of a job whose GPU count is ``gpus(wildcards)`` (a resource function)."""
+    return lambda wildcards: gpu_model_for(gpus(wildcards))

@@ -97,5 +97,10 @@ def suite_spec(suite):
     return spec
 
 
-def suite_resource(suite, name):
-    return lambda w: suite_resources(config, suite)[name]
+def suite_resource_values(suite):
+    """The resources of every job of ``suite`` (the registry's, overridden by evaluation.<suite>.resources),
+    with the SLURM partition and GPU model its GPU count asks for (workflow/rules/slurm.smk)."""
+    values = suite_resources(config, suite)
+    names = ("gpu", "mem_mb", "runtime", "cpus_per_task")
+    return {**{name: values[name] for name in names}, "slurm_partition": partition_for(values["gpu"]),
+            "gpu_model": gpu_model_for(values["gpu"])}
