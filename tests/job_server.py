@@ -60,7 +60,8 @@ def import_time_environment(env: dict[str, str]) -> dict[str, str]:
 # ----------------------------------------------------------------------------------------------- the server
 
 def serve(socket_path: str) -> None:
-    """Import :data:`PRELOAD`, then fork a child per request on ``socket_path`` until stdin closes."""
+    """Import :data:`PRELOAD`, then fork a child per request on ``socket_path`` until stdin closes. Each
+    request is logged in ``<socket_path>.log``: ``served <pid> <argv>`` or ``refused <variables>``."""
     import importlib
 
     before = dict(os.environ)
@@ -75,6 +76,7 @@ def serve(socket_path: str) -> None:
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(socket_path)
     listener.listen(64)
+    log = open(f"{socket_path}.log", "a", encoding="utf-8", buffering=1)
     print("ready", flush=True)
     open_jobs: dict[int, socket.socket] = {}
     while True:  # no threads in this process: a forked child must not inherit a lock another thread holds
@@ -84,7 +86,10 @@ def serve(socket_path: str) -> None:
         if listener in readable:
             conn, _ = listener.accept()
             request, fds = _receive(conn)
-            if import_time_environment(request["env"]) != expected or len(fds) != 3:
+            theirs = import_time_environment(request["env"])
+            if theirs != expected or len(fds) != 3:
+                differing = sorted(k for k in {*theirs, *expected} if theirs.get(k) != expected.get(k))
+                log.write(f"refused {' '.join(differing)}\n")
                 for fd in fds:
                     os.close(fd)
                 conn.sendall(b"refused\n")
@@ -93,11 +98,13 @@ def serve(socket_path: str) -> None:
                 pid = os.fork()
                 if pid == 0:
                     listener.close()
+                    log.close()
                     for other in open_jobs.values():
                         other.close()
                     run_job(conn, fds, request, set_by_imports)  # never returns
                 for fd in fds:
                     os.close(fd)
+                log.write(f"served {pid} {json.dumps(request['argv'][1:])}\n")
                 conn.sendall(f"pid {pid}\n".encode())
                 open_jobs[pid] = conn
         while open_jobs:  # reap finished jobs, tell each shim its job's status
@@ -112,6 +119,7 @@ def serve(socket_path: str) -> None:
                     pass
                 conn.close()
     listener.close()
+    log.close()
 
 
 def _receive(conn: socket.socket) -> tuple[dict, list[int]]:
@@ -230,6 +238,11 @@ def job_env(env: dict[str, str]) -> dict[str, str]:
         _SERVERS[key] = _start(served)
     _, path, shim_dir = _SERVERS[key]
     return {**env, "PATH": f"{shim_dir}:{env['PATH']}", SOCKET_VARIABLE: path}
+
+
+def server_log(env: dict[str, str]) -> list[str]:
+    """The lines the server of ``env`` (from :func:`job_env`) logged so far."""
+    return Path(f"{env[SOCKET_VARIABLE]}.log").read_text(encoding="utf-8").splitlines()
 
 
 def _start(env: dict[str, str]) -> tuple[subprocess.Popen, str, Path]:
