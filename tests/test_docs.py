@@ -75,3 +75,13 @@ def test_the_scanners_find_what_they_should():
     assert cited_sections("(methods.md §1.2-1.3)") == {("methods", "1.2"), ("methods", "1.3")}
     assert cited_sections("methods.md §2.2-2.3") == {("methods", "2.2"), ("methods", "2.3")}
     assert headings(ROOT / "docs" / "methods.md") >= {"0", "1", "2", "2.4", "2.5", "3", "4", "4.2", "5.1"}
+
+
+MERGE_MARKER = re.compile(r"^(<{7} |>{7} |={7}$)", re.MULTILINE)
+
+
+def test_no_file_holds_a_left_over_merge_conflict():
+    """A conflict resolved by committing both sides (CONTRIBUTING.md once held one) is no documentation."""
+    files = scanned_files() + [ROOT / "docs" / p.name for p in (ROOT / "docs").glob("*.md")]
+    marked = [str(p.relative_to(ROOT)) for p in files if MERGE_MARKER.search(p.read_text(encoding="utf-8"))]
+    assert not marked, marked
