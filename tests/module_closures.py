@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import hashlib
 import inspect
 import modulefinder
@@ -145,17 +146,24 @@ def module_file(module: str) -> str:
     return (path / "__init__.py" if path.is_dir() else path.with_suffix(".py")).relative_to(PACKAGE).as_posix()
 
 
-def _string_literals(path: Path) -> list[str]:
+def _string_literals(path: Path) -> tuple[str, ...]:
     """String constants of a module, docstrings excluded."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return _literals_of_source(path.read_text(encoding="utf-8"))
+
+
+@functools.lru_cache(maxsize=None)
+def _literals_of_source(source: str) -> tuple[str, ...]:
+    """:func:`_string_literals` of a module's text, parsed once per content (data_readers asks of every
+    module for every data file)."""
+    tree = ast.parse(source)
     docstrings = set()
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
             first = node.body[0]
             if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
                 docstrings.add(id(first.value))
-    return [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
-            and id(n) not in docstrings]
+    return tuple(n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                 and id(n) not in docstrings)
 
 
 def data_readers(data_file: str) -> set[str]:
