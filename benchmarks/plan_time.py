@@ -11,7 +11,9 @@ What is measured, each in a fresh process:
 * a no-op rerun (``snakemake`` with nothing to do) of a finished workflow: the demo's
   (``--profile profiles/demo``) when it is finished, else ``--demo-dir DIR`` (a finished working directory
   with an ``overlay.yaml``, as tests/workflow_helpers.py writes);
-* ``sentrepro check-config`` and ``sentrepro registry`` start-up.
+* ``sentrepro check-config`` and ``sentrepro registry`` start-up;
+* the floor: ``snakemake -n --quiet rules`` of a one-rule workflow (Snakemake's own start: its import, its
+  plugins', the SLURM executor's pandas among them, and its set-up), which no workflow plans below.
 
 CPU time, not wall: the machine is shared, and CPU seconds are what a busy machine does not inflate much
 (each line also prints the load average, 1/5/15 minutes, when it was taken).
@@ -114,6 +116,13 @@ def main() -> None:
                     raise SystemExit(f"the no-op rerun of {where} is not a no-op:\n{out[-3000:]}")
                 samples.append((cpu, wall))
             report(f"no-op rerun of {where}", samples)
+
+        floor = tmp / "one-rule"
+        floor.mkdir()
+        (floor / "Snakefile").write_text('rule one:\n    output: "one.txt"\n    shell: "touch {output}"\n',
+                                         encoding="utf-8")
+        report("floor: snakemake -n --quiet rules of a one-rule workflow",
+               [cpu_run([snakemake, "-n", "--quiet", "rules"], floor, env)[:2] for _ in range(args.repeats)])
 
         sentrepro = str(BIN / "sentrepro")
         for label, cmd in (("sentrepro check-config", [sentrepro, "check-config", "config.yaml", str(overlay)]),
