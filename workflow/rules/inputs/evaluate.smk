@@ -100,7 +100,5 @@ def suite_spec(suite):
 def suite_resource_values(suite):
     """The resources of every job of ``suite`` (the registry's, overridden by evaluation.<suite>.resources),
     with the SLURM partition and GPU model its GPU count asks for (workflow/rules/slurm.smk)."""
-    values = suite_resources(config, suite)
-    names = ("gpu", "mem_mb", "runtime", "cpus_per_task")
-    return {**{name: values[name] for name in names}, "slurm_partition": partition_for(values["gpu"]),
-            "gpu_model": gpu_model_for(values["gpu"])}
+    values = suite_resources(config, suite)  # the keys config.schema.yaml's `resources` allows
+    return {**values, "slurm_partition": partition_for(values["gpu"]), "gpu_model": gpu_model_for(values["gpu"])}
