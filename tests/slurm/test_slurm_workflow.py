@@ -35,6 +35,7 @@ from typing import Callable
 
 import pytest
 
+from tests.job_server import job_env, server_log
 from tests.workflow_helpers import tiny_overlay, write_overlay
 
 from .test_slurm_mini import load_profile, scontrol_job, snakemake_env, squeue_job
@@ -91,6 +92,7 @@ class WorkflowRun:
     returncode: int
     output: str
     wall_s: float
+    served: tuple[str, ...] = ()  # the job server's log lines of this run's served jobs (local reference run)
 
     def json(self, relative: str) -> dict:
         return json.loads((self.workdir / relative).read_text(encoding="utf-8"))
@@ -112,7 +114,7 @@ class WorkflowRun:
 class StartedWorkflow:
     """A snakemake process running in the background, its output going to a file."""
 
-    def __init__(self, workdir: Path, args: list[str], targets: tuple[str, ...]):
+    def __init__(self, workdir: Path, args: list[str], targets: tuple[str, ...], env: dict[str, str] | None = None):
         self.workdir = workdir
         self.output_file = workdir.parent / f"{workdir.name}.snakemake.out"
         command = [sys.executable, "-m", "snakemake", *targets, "--snakefile", str(REPO / "Snakefile"),
@@ -120,7 +122,7 @@ class StartedWorkflow:
                    "--configfiles", str(REPO / "config.yaml"), str(workdir / "overlay.yaml")]
         self.started = time.monotonic()
         with open(self.output_file, "wb") as output:
-            self.process = subprocess.Popen(command, cwd=workdir, env=workflow_env(), stdin=subprocess.DEVNULL,
+            self.process = subprocess.Popen(command, cwd=workdir, env=env or workflow_env(), stdin=subprocess.DEVNULL,
                                             stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
 
     def output(self) -> str:
@@ -163,8 +165,9 @@ def workflow_env() -> dict[str, str]:
     return env
 
 
-def run_workflow(workdir: Path, args: list[str], targets: tuple[str, ...] = TARGETS) -> WorkflowRun:
-    return StartedWorkflow(workdir, args, targets).finish()
+def run_workflow(workdir: Path, args: list[str], targets: tuple[str, ...] = TARGETS,
+                 env: dict[str, str] | None = None) -> WorkflowRun:
+    return StartedWorkflow(workdir, args, targets, env).finish()
 
 
 def slurm_args(*extra: str) -> list[str]:
@@ -221,8 +224,14 @@ def slurm_run(slurm_cluster, tiny_config, tmp_path_factory, wall_times) -> Workf
 def local_run(tiny_config, tmp_path_factory, wall_times) -> WorkflowRun:
     workdir = tmp_path_factory.mktemp("wf-local")
     write_overlay(workdir, tiny_config)
-    run = run_workflow(workdir, ["--profile", str(LOCAL_PROFILE), "--cores", "2"])
+    # The reference run's jobs are forked from the tests' job server (tests/job_server.py), as in the other
+    # workflow tests; the cluster runs' jobs stay fresh processes under slurmd, so the comparisons below also
+    # check that a served job computes what a fresh one does.
+    env = job_env(workflow_env())
+    logged = len(server_log(env))
+    run = run_workflow(workdir, ["--profile", str(LOCAL_PROFILE), "--cores", "2"], env=env)
     assert run.returncode == 0, f"snakemake --profile profiles/local failed:\n{run.output[-6000:]}"
+    run.served = tuple(line for line in server_log(env)[logged:] if line.startswith("served "))
     wall_times["reduced workflow, snakemake --profile profiles/local --cores 2"] = run.wall_s
     return run
 
@@ -348,6 +357,9 @@ def test_training_job_gets_a_fake_gpu_and_trains_on_the_cpu(slurm_run):
 
 def test_slurm_and_local_runs_compute_the_same(slurm_run, local_run):
     assert not local_run.submitted()
+    # the reference's training and evaluations were served jobs; the cluster's ran as fresh processes
+    served_commands = {json.loads(line.split(" ", 2)[2])[0] for line in local_run.served}  # "served <pid> <argv>"
+    assert {"train", "evaluate"} <= served_commands, local_run.served
     for output in [*CLUSTER_OUTPUTS, *LOCAL_OUTPUTS]:
         assert local_run.provenance(output)["slurm_job_id"] is None, output
     assert result_of(slurm_run.json(f"{RUN_DIR}/train.json")) == result_of(local_run.json(f"{RUN_DIR}/train.json"))
