@@ -21,6 +21,14 @@ import numpy  # noqa: F401
 import snakemake.cli
 import yaml  # noqa: F401
 
+# What Snakemake imports lazily at every plan (its storage layer: smart_open, which imports requests; the DAG's
+# progress and version helpers), a fifth of a child's time when each child imported them again.
+import graphlib  # noqa: F401
+import packaging.version  # noqa: F401
+import smart_open  # noqa: F401
+import snakemake.storage  # noqa: F401
+import tqdm  # noqa: F401
+
 # Snakemake's argument parser (every plugin's options; a fifth of a small plan) built once, here, before any
 # fork: each child parses its own argv with a pristine copy of it (a fork copies this process). With
 # profiles, which are read from disk, the parser is built afresh as always.

@@ -241,11 +241,13 @@ def test_report_command_builds_a_self_contained_report_with_every_table(finished
 # --- code fingerprints: which edits rerun what; a moved project; stale cells in the audit ----------
 
 
-def _job_graph(workdir, repo) -> tuple[dict[str, str], dict[str, set[str]], dict[str, str], dict[str, str], dict]:
+def _job_graph(dry_runs: "DryRuns") -> tuple[dict[str, str], dict[str, set[str]], dict[str, str], dict[str, str], dict]:
     """Job id -> rule, job id -> the jobs consuming its outputs, job id -> its ``method`` wildcard (jobs
     that run one method), job id -> its ``figure`` wildcard and job id -> its ``source``/``generator``
     wildcards (data jobs), from `snakemake --dag` (DOT; a node's label lists its wildcards)."""
-    dot = snakemake(workdir, "--dag", "--forceall", repo=repo).stdout
+    done = dry_runs.plan("--dag", "--forceall")
+    assert done.returncode == 0, done.stderr[-3000:]
+    dot = done.stdout
     labels = dict(re.findall(r'^\s*(\d+)\[label = "([^"]*)"', dot, re.M))
     rules = {job: re.match(r"\w+", label).group(0) for job, label in labels.items()}
     methods = {job: m.group(1) for job, label in labels.items() if (m := re.search(r"method: ([^\\\s]+)", label))}
@@ -340,7 +342,7 @@ def _behaviour_change(path) -> str:
 
 
 def test_a_moved_project_plans_nothing_and_each_module_edit_reruns_the_rules_that_import_it(finished_run, tmp_path,
-                                                                                             monkeypatch):
+                                                                                             monkeypatch, request):
     from tests.module_closures import (data_readers, entry_closure, module_file, package_files, rule_entries)
 
     # the cold `snakemake` runs below compute every fingerprint with no cache at all; the many plans of the
@@ -358,7 +360,11 @@ def test_a_moved_project_plans_nothing_and_each_module_edit_reruns_the_rules_tha
     # registry imports it on demand, so an edit of one method's module reruns that method's jobs only), and
     # likewise the module of an evaluation job's suite and of a figure job's figure. A unit's sidecar is
     # its own jobs' code alone: editing it reruns those jobs, never all of them (as registry.yaml did)
-    jobs, consumers, job_methods, job_figures, job_data = _job_graph(workdir, repo)
+    # the plans below are Snakemake's own command line in children forked from one process that imported
+    # Snakemake once (DryRuns), each importing the package afresh from disk (see the loop of edits)
+    dry_runs = DryRuns(workdir, repo=repo, env={"SENTREPRO_FP_CACHE": str(tmp_path / "fp-cache")})
+    request.addfinalizer(dry_runs.close)
+    jobs, consumers, job_methods, job_figures, job_data = _job_graph(dry_runs)
     package = repo / "src" / "sentrepro"
     in_run = set(jobs.values()) - {"all"}
     rule_closures = {rule: {module_file(m) for m in entry_closure(entry, tmp_path)}
@@ -440,39 +446,39 @@ def test_a_moved_project_plans_nothing_and_each_module_edit_reruns_the_rules_tha
     spot_checks = {"evaluation/job.py", "methods/simcse.py", "methods/simcse.units.yaml"}
     assert spot_checks <= set(groups.values())
     mismatches = {}
-    with DryRuns(workdir, repo=repo, env={"SENTREPRO_FP_CACHE": str(tmp_path / "fp-cache")}) as dry_runs:
-        assert planned_jobs(dry_runs.plan()) == {}
-        for rel in groups.values():
-            path = package / rel
-            original = path.read_text(encoding="utf-8")
-            path.write_text(_behaviour_change(path), encoding="utf-8")
-            try:
-                planned = set(planned_jobs(dry_runs.plan())) - {"all"}
-                if rel in spot_checks:
-                    assert set(planned_jobs(snakemake(workdir, "-n", repo=repo))) - {"all"} == planned, rel
-            finally:
-                path.write_text(original, encoding="utf-8")
-            expected = _downstream(users(rel), jobs, consumers) - {"all"}
-            if planned != expected:
-                mismatches[rel] = {"planned": sorted(planned), "expected": sorted(expected)}
-        assert not mismatches, mismatches
-        assert dry_runs.count == len(groups) + 1
-
-        # the fingerprint cache cannot go stale: a behaviour edit keeping the file's size and modification
-        # time (its fingerprint is in the warm cache) still reruns every job whose code imports the module
-        rel = "models.py"
+    planned_before = dry_runs.count
+    assert planned_jobs(dry_runs.plan()) == {}
+    for rel in groups.values():
         path = package / rel
-        original, stat = path.read_text(encoding="utf-8"), path.stat()
-        edited = same_size_behaviour_change(original)
-        path.write_text(edited, encoding="utf-8")
-        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
-        assert (path.stat().st_size, path.stat().st_mtime_ns) == (stat.st_size, stat.st_mtime_ns)
+        original = path.read_text(encoding="utf-8")
+        path.write_text(_behaviour_change(path), encoding="utf-8")
         try:
             planned = set(planned_jobs(dry_runs.plan())) - {"all"}
+            if rel in spot_checks:
+                assert set(planned_jobs(snakemake(workdir, "-n", repo=repo))) - {"all"} == planned, rel
         finally:
             path.write_text(original, encoding="utf-8")
-        assert planned == _downstream(users(rel), jobs, consumers) - {"all"}
-        assert {"train", "evaluate_sts"} <= planned
+        expected = _downstream(users(rel), jobs, consumers) - {"all"}
+        if planned != expected:
+            mismatches[rel] = {"planned": sorted(planned), "expected": sorted(expected)}
+    assert not mismatches, mismatches
+    assert dry_runs.count - planned_before == len(groups) + 1
+
+    # the fingerprint cache cannot go stale: a behaviour edit keeping the file's size and modification
+    # time (its fingerprint is in the warm cache) still reruns every job whose code imports the module
+    rel = "models.py"
+    path = package / rel
+    original, stat = path.read_text(encoding="utf-8"), path.stat()
+    edited = same_size_behaviour_change(original)
+    path.write_text(edited, encoding="utf-8")
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert (path.stat().st_size, path.stat().st_mtime_ns) == (stat.st_size, stat.st_mtime_ns)
+    try:
+        planned = set(planned_jobs(dry_runs.plan())) - {"all"}
+    finally:
+        path.write_text(original, encoding="utf-8")
+    assert planned == _downstream(users(rel), jobs, consumers) - {"all"}
+    assert {"train", "evaluate_sts"} <= planned
 
     # a comment and docstring edit of a module every training and every evaluation imports reruns nothing
     # (sentrepro.models: training and evaluation jobs are peers that import nothing of each other)
@@ -481,7 +487,7 @@ def test_a_moved_project_plans_nothing_and_each_module_edit_reruns_the_rules_tha
     reworded = original.replace('"""A run\'s model as', '"""(Reworded.) A run\'s model as', 1)
     assert reworded != original
     shared.write_text(reworded + "\n# a comment\n", encoding="utf-8")
-    assert planned_jobs(snakemake(workdir, "-n", repo=repo)) == {}
+    assert planned_jobs(dry_runs.plan()) == {}
 
     # a behaviour change of it: the audit of a cell names the stale files and the module
     shared.write_text(original + "\n_PROBE = 1\n", encoding="utf-8")
