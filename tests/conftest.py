@@ -46,10 +46,35 @@ def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import LoadScopeScheduling
 
     class FileOrSlurmScheduling(LoadScopeScheduling):
+        ordered = False
+
         def _split_scope(self, nodeid: str) -> str:
             return work_unit(nodeid)
 
+        def _assign_work_unit(self, node) -> None:
+            # Longest first, so the last units to finish are short ones and the workers end together: the
+            # SLURM unit (mostly waiting on its jobs, while the other worker has the CPU), then the files that
+            # run workflows, then the rest. xdist's own order (most tests first) is kept within each class.
+            if not self.ordered:
+                ordered = sorted(self.workqueue.items(), key=lambda unit: unit_cost_class(unit[0], config.rootpath))
+                self.workqueue.clear()
+                self.workqueue.update(ordered)
+                self.ordered = True
+            super()._assign_work_unit(node)
+
     return FileOrSlurmScheduling(config, log)
+
+
+# A work unit's cost class, from its file's module-level marks: lower runs first.
+COST_CLASSES = ("slurm", "slow", "heavy")
+
+
+def unit_cost_class(unit: str, rootpath: Path) -> int:
+    """0 for the SLURM unit, 1 for a file marked slow (workflow runs), 2 heavy, 3 the rest (unit tests)."""
+    if unit == "slurm":
+        return 0
+    marks = module_marks(rootpath / unit)
+    return next((rank for rank, mark in enumerate(COST_CLASSES) if mark in marks), len(COST_CLASSES))
 
 
 def work_unit(nodeid: str) -> str:

@@ -1,5 +1,5 @@
 """Test infrastructure: tests outside tests/slurm start Snakemake without waiting for a SLURM controller, and
-the xdist work units keep each file (and all SLURM tests) on one worker (tests/conftest.py)."""
+the xdist work units keep each file (and all SLURM tests) on one worker, longest first (tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -28,3 +28,17 @@ def test_the_slurm_tests_are_one_xdist_work_unit_and_every_other_file_its_own():
     assert slurm == {"slurm"}
     assert work_unit("tests/test_workflow.py::test_d[a::b]") == "tests/test_workflow.py"
     assert work_unit("tests/test_workflow.py::test_e") != work_unit("tests/test_cost.py::test_e")
+
+
+def test_work_units_are_handed_out_slurm_first_then_workflow_files_then_heavy_then_unit_tests():
+    """Longest units first (tests/conftest.py): the classes come from each file's own module mark."""
+    from pathlib import Path
+
+    from tests.conftest import unit_cost_class
+
+    root = Path(__file__).resolve().parents[1]
+    units = ["tests/test_config.py", "tests/test_perf_parity.py", "tests/test_workflow.py", "slurm",
+             "tests/test_stats.py", "tests/test_workflow_verdicts.py"]
+    ordered = sorted(units, key=lambda unit: unit_cost_class(unit, root))
+    assert ordered == ["slurm", "tests/test_workflow.py", "tests/test_workflow_verdicts.py",
+                       "tests/test_perf_parity.py", "tests/test_config.py", "tests/test_stats.py"]
