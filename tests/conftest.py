@@ -54,11 +54,13 @@ def pytest_xdist_make_scheduler(config, log):
         def _assign_work_unit(self, node) -> None:
             # Longest first, so the last units to finish are short ones and the workers end together: the
             # SLURM unit (mostly waiting on its jobs, while the other worker has the CPU), then the files that
-            # run workflows, then the rest. xdist's own order (most tests first) is kept within each class.
+            # run workflows, then the rest; within a class, the longest in the last run first (pytest's cache;
+            # without one, xdist's own order, most tests first).
             if not self.ordered:
-                ordered = sorted(self.workqueue.items(), key=lambda unit: unit_cost_class(unit[0], config.rootpath))
+                units = dict(self.workqueue)
                 self.workqueue.clear()
-                self.workqueue.update(ordered)
+                for unit in unit_order(list(units), config.rootpath, last_unit_seconds(config)):
+                    self.workqueue[unit] = units[unit]
                 self.ordered = True
             super()._assign_work_unit(node)
 
@@ -69,12 +71,41 @@ def pytest_xdist_make_scheduler(config, log):
 COST_CLASSES = ("slurm", "slow", "heavy")
 
 
+def unit_order(units: list[str], rootpath: Path, last_seconds: dict[str, float]) -> list[str]:
+    """``units`` in the order to hand them out: by cost class, then longest in the last run first (stable)."""
+    return sorted(units, key=lambda unit: (unit_cost_class(unit, rootpath), -last_seconds.get(unit, 0.0)))
+
+
 def unit_cost_class(unit: str, rootpath: Path) -> int:
     """0 for the SLURM unit, 1 for a file marked slow (workflow runs), 2 heavy, 3 the rest (unit tests)."""
     if unit == "slurm":
         return 0
     marks = module_marks(rootpath / unit)
     return next((rank for rank, mark in enumerate(COST_CLASSES) if mark in marks), len(COST_CLASSES))
+
+
+# Seconds each work unit took in the last run that ran it (pytest's cache, .pytest_cache/): only the order in
+# which units are handed out depends on it.
+UNIT_SECONDS_KEY = "sentrepro/unit-seconds"
+_unit_seconds: dict[str, float] = {}
+
+
+def last_unit_seconds(config) -> dict[str, float]:
+    cache = getattr(config, "cache", None)  # None with -p no:cacheprovider
+    return dict(cache.get(UNIT_SECONDS_KEY, {})) if cache is not None else {}
+
+
+def pytest_runtest_logreport(report) -> None:
+    """Add up each unit's set-up, call and tear-down time (in the xdist controller: every worker's reports)."""
+    _unit_seconds[work_unit(report.nodeid)] = _unit_seconds.get(work_unit(report.nodeid), 0.0) + report.duration
+
+
+def pytest_sessionfinish(session) -> None:
+    """Keep this run's unit times for the next run's order (not from an xdist worker: the controller keeps all)."""
+    cache = getattr(session.config, "cache", None)
+    if cache is not None and _unit_seconds and not hasattr(session.config, "workerinput"):
+        cache.set(UNIT_SECONDS_KEY, {**last_unit_seconds(session.config),
+                                     **{unit: round(seconds, 2) for unit, seconds in _unit_seconds.items()}})
 
 
 def work_unit(nodeid: str) -> str:

@@ -31,10 +31,11 @@ def test_the_slurm_tests_are_one_xdist_work_unit_and_every_other_file_its_own():
 
 
 def test_work_units_are_handed_out_slurm_first_then_workflow_files_then_heavy_then_unit_tests():
-    """Longest units first (tests/conftest.py): the classes come from each file's own module mark."""
+    """Longest units first (tests/conftest.py): the classes come from each file's own module mark, and within a
+    class the last run's times (pytest's cache) decide."""
     from pathlib import Path
 
-    from tests.conftest import unit_cost_class
+    from tests.conftest import unit_cost_class, unit_order
 
     root = Path(__file__).resolve().parents[1]
     units = ["tests/test_config.py", "tests/test_perf_parity.py", "tests/test_workflow.py", "slurm",
@@ -42,3 +43,10 @@ def test_work_units_are_handed_out_slurm_first_then_workflow_files_then_heavy_th
     ordered = sorted(units, key=lambda unit: unit_cost_class(unit, root))
     assert ordered == ["slurm", "tests/test_workflow.py", "tests/test_workflow_verdicts.py",
                        "tests/test_perf_parity.py", "tests/test_config.py", "tests/test_stats.py"]
+    # the last run's seconds order units within a class (a unit not in the last run: as listed, after them)
+    assert unit_order(units, root, {}) == ordered
+    last = {"tests/test_stats.py": 7.0, "tests/test_config.py": 1.0, "tests/test_workflow_verdicts.py": 99.0,
+            "tests/test_perf_parity.py": 500.0}
+    assert unit_order(units, root, last) == ["slurm", "tests/test_workflow_verdicts.py", "tests/test_workflow.py",
+                                             "tests/test_perf_parity.py", "tests/test_stats.py",
+                                             "tests/test_config.py"]
