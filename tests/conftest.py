@@ -97,7 +97,8 @@ def last_unit_seconds(config) -> dict[str, float]:
 
 def pytest_runtest_logreport(report) -> None:
     """Add up each unit's set-up, call and tear-down time (in the xdist controller: every worker's reports)."""
-    _unit_seconds[work_unit(report.nodeid)] = _unit_seconds.get(work_unit(report.nodeid), 0.0) + report.duration
+    unit = work_unit(report.nodeid)
+    _unit_seconds[unit] = _unit_seconds.get(unit, 0.0) + report.duration
 
 
 def pytest_sessionfinish(session) -> None:

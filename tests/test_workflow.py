@@ -241,7 +241,7 @@ def test_report_command_builds_a_self_contained_report_with_every_table(finished
 # --- code fingerprints: which edits rerun what; a moved project; stale cells in the audit ----------
 
 
-def _job_graph(dry_runs: "DryRuns") -> tuple[dict[str, str], dict[str, set[str]], dict[str, str], dict[str, str], dict]:
+def _job_graph(dry_runs: DryRuns) -> tuple[dict[str, str], dict[str, set[str]], dict[str, str], dict[str, str], dict]:
     """Job id -> rule, job id -> the jobs consuming its outputs, job id -> its ``method`` wildcard (jobs
     that run one method), job id -> its ``figure`` wildcard and job id -> its ``source``/``generator``
     wildcards (data jobs), from `snakemake --dag` (DOT; a node's label lists its wildcards)."""
@@ -360,8 +360,7 @@ def test_a_moved_project_plans_nothing_and_each_module_edit_reruns_the_rules_tha
     # registry imports it on demand, so an edit of one method's module reruns that method's jobs only), and
     # likewise the module of an evaluation job's suite and of a figure job's figure. A unit's sidecar is
     # its own jobs' code alone: editing it reruns those jobs, never all of them (as registry.yaml did)
-    # the plans below are Snakemake's own command line in children forked from one process that imported
-    # Snakemake once (DryRuns), each importing the package afresh from disk (see the loop of edits)
+    # every plan below but the cold `snakemake` runs goes through one plan server (see the loop of edits)
     dry_runs = DryRuns(workdir, repo=repo, env={"SENTREPRO_FP_CACHE": str(tmp_path / "fp-cache")})
     request.addfinalizer(dry_runs.close)
     jobs, consumers, job_methods, job_figures, job_data = _job_graph(dry_runs)
