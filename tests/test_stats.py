@@ -27,6 +27,8 @@ from sentrepro.stats import (
     magnitude_position,
     minimum_detectable_difference,
     one_sample_interval,
+    one_sample_intervals,
+    seed_intervals,
     standard_error,
 )
 
@@ -115,12 +117,47 @@ def test_welch_interval_hand_worked():
     assert (got.low, got.high) == pytest.approx((reference.low, reference.high), abs=1e-9)
 
 
-def test_seed_interval_uses_welch_for_means_from_three_seeds_and_the_bootstrap_below():
-    assert seed_interval([1, 2, 3], [0, 1, 2], "mean").method == "welch-t"
-    small = seed_interval([1, 2], [0, 1], "mean")
-    assert small.method == "seed-bootstrap" and "few seeds" in small.detail
-    assert seed_interval([1, 2, 3], [0, 1, 2], "best").method == "seed-bootstrap"
-    assert seed_interval([1], [0, 1, 2], "mean") is None
+def test_seed_intervals_need_three_seeds_and_gate_best_of_n_by_the_means():
+    assert [i.method for i in seed_intervals([1, 2, 3], [0, 1, 2], "mean")] == ["welch-t"]
+    assert [i.method for i in seed_intervals([1, 2, 3], [0, 1, 2], "best")] == ["seed-bootstrap", "welch-t"]
+    assert [i.method for i in seed_intervals([1, 2, 3], [0, 1, 2], "std")] == ["seed-bootstrap"]
+    assert seed_intervals([1, 2], [0, 1], "mean") == [] and seed_interval([1, 2], [0, 1], "mean") is None
+    assert seed_intervals([1, 2, 3], [0, 1], "best") == []
+    assert [i.method for i in one_sample_intervals([1, 2, 3], 0.0, "best")] == ["one-sample-bootstrap",
+                                                                                "one-sample-t"]
+    assert one_sample_intervals([1, 2], 0.0, "mean") == []
+
+
+# --- the rule as implemented: its false-"holds" rate and its power, simulated --------------------------
+
+SEED_COUNTS = (2, 3, 4, 5, 10)          # every seed count config.yaml and its overlays produce
+SIM_REPS, SIM_RESAMPLES = 1000, 1000
+
+
+def _holds_rate(n: int, statistic: str, shift: float, reps: int = SIM_REPS, seed: int = 11) -> float:
+    """How often seed_intervals + verdict say "a > b holds" for n seeds per side, a = b + shift (sd 1)."""
+    rng = np.random.default_rng(seed)
+    held = 0
+    for _ in range(reps):
+        a, b = rng.normal(shift, 1.0, n), rng.normal(0.0, 1.0, n)
+        held += verdict(seed_intervals(a, b, statistic, n_resamples=SIM_RESAMPLES, seed=0), "greater") == HOLDS
+    return held / reps
+
+
+@pytest.mark.parametrize("statistic", ["mean", "best"])
+@pytest.mark.parametrize("n", SEED_COUNTS)
+def test_false_holds_rate_at_no_true_difference_is_at_most_the_stated_one_tail(n, statistic):
+    # the stated rate is one tail of the 95% interval, 2.5 %; allow two Monte Carlo standard errors
+    nominal = 0.025
+    allowed = nominal + 2 * np.sqrt(nominal * (1 - nominal) / SIM_REPS)
+    rate = _holds_rate(n, statistic, 0.0)
+    assert rate <= allowed, f"{statistic} of {n} seeds: false 'holds' {rate:.3f} > {allowed:.3f}"
+
+
+@pytest.mark.parametrize("statistic", ["mean", "best"])
+@pytest.mark.parametrize("n", [4, 10])          # the paper config's seed counts of trained sides
+def test_a_true_difference_of_two_stds_is_found_most_of_the_time(n, statistic):
+    assert _holds_rate(n, statistic, 2.0, reps=400) > 0.5
 
 
 def test_seed_bootstrap_against_scipy_bootstrap_of_independent_samples():

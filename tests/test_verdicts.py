@@ -173,6 +173,28 @@ def test_one_trained_seed_per_side_is_not_decidable(tmp_path):
     assert "trained side with 1 seed" in r.why and "BERT-base SimCSE" in r.why
 
 
+def test_two_trained_seeds_per_side_are_not_decidable(tmp_path):
+    # with 2 seeds a side "every seed of a beats every seed of b" happens 1 time in 6 with no true difference
+    files = [write_summary(tmp_path, "roberta-large", m, seed, "sts", _sts(v))
+             for m, values in (("conpvp", (80.1, 80.3)), ("conpvp-manual", (78.0, 78.2)))
+             for seed, v in enumerate(values, start=1)]
+    r = _by_id(build_verdicts(load_claims(), files, BACKBONES, "unit"))["conpvp-t4-continuous-vs-manual"]
+    assert r.verdict == NOT_DECIDABLE and r.seed is None and "with 2 seed(s): below 3 seeds" in r.why
+
+
+def test_best_of_n_holds_only_when_the_means_of_the_same_seeds_agree(tmp_path):
+    # one lucky seed of a: the bootstrap of best-of-4 clears 0, the means of the seeds do not
+    values = {"conpvp": (80.0, 79.8, 79.6, 70.0), "simcse": (77.0, 76.8, 76.6, 76.4)}
+    files = [write_summary(tmp_path, "bert-base", m, seed, "sts", _sts(v))
+             for m, vs in values.items() for seed, v in enumerate(vs, start=1)]
+    r = _by_id(build_verdicts(load_claims(), files, BACKBONES, "unit"))["conpvp-t3-vs-simcse-bert-base"]
+    assert r.seed.method == "seed-bootstrap" and r.seed.low > 0            # alone it would say "holds"
+    want = scipy_stats.ttest_ind(values["conpvp"], values["simcse"], equal_var=False).confidence_interval(0.95)
+    assert (r.mean_check.low, r.mean_check.high) == pytest.approx((want.low, want.high)) and want.low < 0
+    assert r.verdict != "holds" and r.verdict.startswith("inconclusive")
+    assert "welch-t" not in r.magnitude                                   # the stated size is of best-of-N
+
+
 def test_the_same_runs_frozen_are_decided_by_the_items_interval(tmp_path):
     files = [write_run(tmp_path, "bert-base", m, 1, n, trained=False) for m, n in (("conpvp", 0.15), ("simcse", 0.6))]
     r = _by_id(build_verdicts(load_claims(), files, BACKBONES, "unit"))["conpvp-t3-vs-simcse-bert-base"]
@@ -253,6 +275,8 @@ def test_a_reported_only_side_is_tested_as_the_published_constant(runs_verdicts)
     r = _by_id(result)["conpvp-t3-vs-consert-bert-base"]
     assert r.b.kind == "published" and r.b.ours == pytest.approx(72.74)
     assert r.seed.method == "one-sample-bootstrap" and "constant 72.74" in r.seed.detail
+    # and the one-sample t of the seeds' mean, which the verdict needs too (a mean is at most its best)
+    assert r.mean_check.method == "one-sample-t" and r.mean_check in r.intervals()
     assert r.items is None and "published number" in r.items_note and r.verdict in ("holds", "reversed", "inconclusive")
     assert r.ours_delta == pytest.approx(r.a.ours - 72.74)
 

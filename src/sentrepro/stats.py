@@ -2,17 +2,23 @@
 
 Pure numpy/scipy functions, no I/O. Two kinds of interval, both 95% by default:
 
-* seed interval: the difference of the two sides' seed statistics (mean, best, std, ...) with a
-  bootstrap over seeds (each side's seeds resampled independently, the statistic recomputed) and,
-  for the mean with n >= 3 seeds on both sides, Welch's t interval on the difference of means. With
-  one seed on a side there is no seed interval.
+* seed intervals: the difference of the two sides' seed statistics (mean, best, std, ...). A side
+  needs at least :data:`MIN_SEEDS` (3) seeds: with 2 per side no interval over seeds keeps its stated
+  error rate (a bootstrap over 2 seeds calls "holds" whenever every seed of a beats every seed of b,
+  1 time in 6 with no true difference; an exact permutation test of 2 vs 2 can never reach 2.5 %).
+  A mean uses Welch's t interval. Best-of-N (and max) uses a bootstrap over seeds for its own size
+  *and* Welch's t on the means of the same seeds, and a verdict needs both: the bootstrap of a
+  maximum over 3-10 seeds alone says "holds" 5-10 % of the time with no true difference, Welch's t
+  keeps the one-tail rate at or below 2.5 % (tests/test_stats.py simulates both, as implemented).
 * test-set interval: a paired bootstrap over evaluation items. Each task's items (STS pairs) are
   resampled once per replicate and both systems (every seed of both sides) are scored on that same
   resample; the 7-task average resamples every task independently and averages the task scores.
 
-* one-sample interval: a deterministic side (a frozen model, a published number) is a constant, so
-  the interval is the trained side's seed statistic minus that constant (one-sample t for a mean,
-  a bootstrap over the trained side's seeds otherwise).
+* one-sample intervals: a deterministic side (a frozen model, a published number) is a constant, so
+  the interval is the trained side's seed statistic minus that constant (one-sample t for a mean; for
+  best-of-N a bootstrap over the trained side's seeds beside the one-sample t of their mean, which
+  is calibrated, conservatively, for claims that the trained side is *above* the constant: its mean
+  is at most its expected best).
 
 A verdict compares the intervals with the claimed direction (with an equivalence margin for "no gain"
 claims and a threshold for "at least d" claims); :func:`minimum_detectable_difference` says how large a
@@ -32,6 +38,8 @@ SEED_STATISTICS = ("mean", "best", "max", "min", "std", "range")
 DIRECTIONS = ("greater", "less", "no_gain")
 HOLDS, REVERSED, INCONCLUSIVE = "holds", "reversed", "inconclusive"
 POWER = 0.80
+MIN_SEEDS = 3            # seeds a varying side needs before any seed interval is computed
+GATED_BY_MEANS = ("best", "max")   # statistics whose verdict also needs the t interval on the means
 
 
 @dataclass(frozen=True)
@@ -140,16 +148,24 @@ def welch_interval(a: Sequence[float], b: Sequence[float], level: float = LEVEL)
     return Interval(diff, diff - t * se, diff + t * se, "welch-t", f"Welch's t, n={len(a)} vs {len(b)}, df={df:.1f}")
 
 
-def seed_interval(a: Sequence[float], b: Sequence[float], statistic: str, *, selection_a=None, selection_b=None,
-                  n_resamples: int = 10000, seed: int = 0, level: float = LEVEL) -> Interval | None:
-    """The seed interval a verdict uses: Welch's t for the mean with n >= 3 on both sides, else the
-    bootstrap over seeds (n >= 2), else None."""
+def seed_intervals(a: Sequence[float], b: Sequence[float], statistic: str, *, selection_a=None, selection_b=None,
+                   n_resamples: int = 10000, seed: int = 0, level: float = LEVEL) -> list[Interval]:
+    """The seed intervals a verdict requires (every one must agree): [] when a side has fewer than
+    :data:`MIN_SEEDS` seeds; a mean -> [Welch's t]; best-of-N or max -> [bootstrap of the statistic,
+    Welch's t on the means of the same seeds]; any other statistic -> [bootstrap of it]."""
+    if min(len(a), len(b)) < MIN_SEEDS:
+        return []
     if statistic == "mean":
-        welch = welch_interval(a, b, level)
-        if welch is not None:
-            return welch
-    return seed_bootstrap_interval(a, b, statistic, selection_a=selection_a, selection_b=selection_b,
+        return [welch_interval(a, b, level)]
+    boot = seed_bootstrap_interval(a, b, statistic, selection_a=selection_a, selection_b=selection_b,
                                    n_resamples=n_resamples, seed=seed, level=level)
+    return [boot, welch_interval(a, b, level)] if statistic in GATED_BY_MEANS else [boot]
+
+
+def seed_interval(a: Sequence[float], b: Sequence[float], statistic: str, **options) -> Interval | None:
+    """The headline seed interval (the first of :func:`seed_intervals`), None below :data:`MIN_SEEDS`."""
+    found = seed_intervals(a, b, statistic, **options)
+    return found[0] if found else None
 
 
 def one_sample_interval(values: Sequence[float], constant: float, statistic: str, *, selection=None,
@@ -159,7 +175,8 @@ def one_sample_interval(values: Sequence[float], constant: float, statistic: str
     one side is deterministic (a frozen model or a published number has no seed spread).
 
     A mean uses the one-sample t interval (sample std, n - 1 df); another statistic (best-of-N, max)
-    a percentile bootstrap over the seeds. None with fewer than 2 seeds (no spread to estimate).
+    a percentile bootstrap over the seeds. None with fewer than 2 seeds (no spread to estimate); the
+    verdict asks :func:`one_sample_intervals`, which needs :data:`MIN_SEEDS`.
     """
     x = np.asarray(values, dtype=np.float64)
     if len(x) < 2:
@@ -183,6 +200,20 @@ def one_sample_interval(values: Sequence[float], constant: float, statistic: str
     if constant_first:
         diff, low, high = -diff, -high, -low
     return Interval(diff, low, high, method, detail)
+
+
+def one_sample_intervals(values: Sequence[float], constant: float, statistic: str, *, selection=None,
+                         constant_first: bool = False, **options) -> list[Interval]:
+    """The one-sample intervals a verdict requires (every one must agree): [] below :data:`MIN_SEEDS`
+    seeds; best-of-N or max adds the one-sample t of the seeds' mean to the bootstrap of the statistic."""
+    if len(values) < MIN_SEEDS:
+        return []
+    found = [one_sample_interval(values, constant, statistic, selection=selection, constant_first=constant_first,
+                                 **options)]
+    if statistic in GATED_BY_MEANS:
+        found.append(one_sample_interval(values, constant, "mean", constant_first=constant_first,
+                                         level=options.get("level", LEVEL)))
+    return found
 
 
 def minimum_detectable_difference(sd_a: float | None, n_a: int | None, sd_b: float | None, n_b: int | None, *,

@@ -8,11 +8,13 @@ summary: seeds vary), **deterministic** (a frozen model: one evaluation, no seed
 
 * ours: difference of the sides' headline seed statistics (best-of-N or mean, or the column's
   forced statistic), a - b;
-* seed interval: two trained sides -> :func:`sentrepro.stats.seed_interval` (Welch's t for means
-  with n >= 3 per side, else a bootstrap over seeds); a trained side against a constant (a
-  deterministic or published side) -> :func:`sentrepro.stats.one_sample_interval`; two constants -> none
-  needed (no seed variance). A trained side with fewer than 2 seeds makes the claim **not decidable**:
-  one run carries no seed variance, and no item-level interval can replace it;
+* seed intervals: two trained sides -> :func:`sentrepro.stats.seed_intervals` (Welch's t for means;
+  best-of-N: a bootstrap over seeds *and* Welch's t on the same seeds' means, both required); a
+  trained side against a constant (a deterministic or published side) ->
+  :func:`sentrepro.stats.one_sample_intervals`; two constants -> none needed (no seed variance). A
+  trained side with fewer than :data:`sentrepro.stats.MIN_SEEDS` (3) seeds makes the claim **not
+  decidable**: below that no interval over seeds keeps its error rate, and no item-level interval
+  can replace seed variance;
 * test-set interval (:func:`sentrepro.stats.paired_bootstrap`): from the per-pair cosines kept
   beside STS metrics files; every seed the statistic uses is scored on the same resample of each
   task (best-of-N: the selected seed); the Avg. column averages the tasks resampled independently;
@@ -48,14 +50,14 @@ from sentrepro.stats import (
     Noise,
     PairedTask,
     magnitude_position,
+    MIN_SEEDS,
     minimum_detectable_difference,
-    one_sample_interval,
+    one_sample_intervals,
     paired_bootstrap,
-    seed_interval,
+    seed_intervals,
     signed_magnitude,
     standard_error,
     verdict,
-    welch_interval,
     within_noise,
 )
 from sentrepro.tables.build import Cell, TableResult, build_table, metric_value, paper_value
@@ -134,7 +136,7 @@ class ClaimResult:
     mdd: float | None = None                                # minimum detectable difference (80% power)
     mdd_basis: str = ""
     magnitude: dict = field(default_factory=dict)           # interval method -> inside / ours smaller / larger
-    mean_check: Interval | None = None                      # best-of-N claims: Welch's t on the seeds' means
+    mean_check: Interval | None = None                      # best-of-N: t interval on the seeds' means (required)
     labels: list = field(default_factory=list)              # stand-in / synthetic / partial average
     notes: list = field(default_factory=list)
     item_files: dict = field(default_factory=dict)          # "a"/"b" -> {seed: Path}
@@ -163,7 +165,7 @@ class ClaimResult:
         return {m: p == "inside" for m, p in self.magnitude.items()}
 
     def intervals(self) -> list[Interval]:
-        return [i for i in (self.seed, self.items) if i is not None]
+        return [i for i in (self.seed, self.mean_check, self.items) if i is not None]
 
 
 @dataclass
@@ -310,10 +312,10 @@ def _test_set_interval(result: ClaimResult, settings: dict) -> None:
 def _seed_interval(result: ClaimResult, tables: Tables, settings: dict) -> str | None:
     """Set ``result.seed`` by the sides' kinds; returns why the claim is not decidable, else None."""
     a, b = result.a, result.b
-    short = [s for s in (a, b) if s.kind == TRAINED and s.n < 2]
+    short = [s for s in (a, b) if s.kind == TRAINED and s.n < MIN_SEEDS]
     if short:
-        return "; ".join(f"{s.label} is a trained side with {s.n} seed: one run carries no seed variance, "
-                         "so no interval can separate the methods from the seed (at least 2 seeds needed)"
+        return "; ".join(f"{s.label} is a trained side with {s.n} seed(s): below {MIN_SEEDS} seeds no interval "
+                         "over seeds keeps its stated error rate, so none can separate the methods from the seed"
                          for s in short)
     options = dict(n_resamples=settings["seed_resamples"], seed=settings["seed_seed"], level=settings["level"])
     if a.kind == TRAINED and b.kind == TRAINED:
@@ -321,18 +323,17 @@ def _seed_interval(result: ClaimResult, tables: Tables, settings: dict) -> str |
             result.seed_note = f"no seed interval: the sides use different statistics ({a.statistic} vs {b.statistic})"
             return None
         values_a, values_b = list(a.cell.per_seed.values()), list(b.cell.per_seed.values())
-        result.seed = seed_interval(values_a, values_b, a.statistic,
-                                    selection_a=_selection(a, tables.specs[a.side.table]),
-                                    selection_b=_selection(b, tables.specs[b.side.table]), **options)
-        if a.statistic == "best":
-            # a maximum of at most 4 values is a coarse statistic: the mean of the same seeds beside it
-            result.mean_check = welch_interval(values_a, values_b, settings["level"])
+        found = seed_intervals(values_a, values_b, a.statistic,
+                               selection_a=_selection(a, tables.specs[a.side.table]),
+                               selection_b=_selection(b, tables.specs[b.side.table]), **options)
+        result.seed, result.mean_check = (found + [None, None])[:2]
         return None
     if TRAINED in (a.kind, b.kind):
         varying, constant = (a, b) if a.kind == TRAINED else (b, a)
-        result.seed = one_sample_interval(list(varying.cell.per_seed.values()), constant.ours, varying.statistic,
-                                          selection=_selection(varying, tables.specs[varying.side.table]),
-                                          constant_first=varying is b, **options)
+        found = one_sample_intervals(list(varying.cell.per_seed.values()), constant.ours, varying.statistic,
+                                     selection=_selection(varying, tables.specs[varying.side.table]),
+                                     constant_first=varying is b, **options)
+        result.seed, result.mean_check = (found + [None, None])[:2]
         result.seed_note = f"{constant.label} is {constant.kind}: tested as a constant"
         return None
     result.seed_note = "no seed interval needed: both sides are constants (deterministic or published)"
@@ -434,7 +435,8 @@ def judge(claim: dict, tables: Tables, settings: dict) -> ClaimResult:
                           f"{'margin' if claim['direction'] == 'no_gain' else 'difference the paper claims'}")
     target = signed_magnitude(claim.get("magnitude"), claim["direction"])
     if target is not None and not result.partial:
-        result.magnitude = {i.method: magnitude_position(i, target) for i in intervals}
+        # the stated size is of the headline statistic: the means' gate of best-of-N is not its interval
+        result.magnitude = {i.method: magnitude_position(i, target) for i in intervals if i is not result.mean_check}
     if result.flagged:
         result.computed, result.verdict = computed, NOT_JUDGED
         result.why = ("computed on a stand-in backbone or synthetic data for the code path only "

@@ -17,7 +17,7 @@ import io
 from pathlib import Path
 
 from sentrepro.fsutil import atomic_write_text
-from sentrepro.stats import false_reversed_chance
+from sentrepro.stats import MIN_SEEDS, false_reversed_chance
 from sentrepro.verdicts.build import (
     NOT_DECIDABLE,
     NOT_JUDGED,
@@ -38,17 +38,18 @@ CELLS_HEADER = ["table", "row", "column", "ours", "ours_std", "n", "paper", "pap
 
 HOW_TO_READ = (
     "How to read: each row is one comparative claim, a − b. *Ours* is the difference of the two cells' "
-    "headline seed statistic (as the tables show them) with two 95% intervals: **seeds** (two trained sides: "
-    "Welch's t for means with ≥ 3 seeds per side, else a bootstrap over seeds; a trained side against a "
-    "frozen model or a published number: a one-sample interval against that constant) and **items** (a "
+    "headline seed statistic (as the tables show them) with two 95% intervals: **seeds** (a trained side "
+    f"needs ≥ {MIN_SEEDS} seeds; two trained sides: Welch's t for means, and for best-of-N a bootstrap over "
+    "seeds that must agree with Welch's t on the same seeds' means; a trained side against a frozen model or "
+    "a published number: a one-sample interval against that constant) and **items** (a "
     "paired bootstrap over the STS test pairs: both sides scored on the same resampled pairs). **holds**: "
     "every interval excludes 0 in the claimed direction (an \"at least d\" claim: d; a \"no gain\" claim: "
     "every upper end at or below its stated margin); **reversed**: the opposite; **inconclusive**: an "
     "interval straddles; **inconclusive — underpowered**: the minimum detectable difference at these seeds "
     "(80% power) exceeds the paper's own difference, so even an exact reproduction would be inconclusive; "
-    "**not decidable**: a trained side has one seed; **not judged**: a stand-in backbone or synthetic data "
-    "(computed for the code path, never counted); **not run**: with its cause. *magnitude* says where the "
-    "paper's stated difference lies against each interval, apart from the sign.")
+    f"**not decidable**: a trained side has fewer than {MIN_SEEDS} seeds; **not judged**: a stand-in backbone or "
+    "synthetic data (computed for the code path, never counted); **not run**: with its cause. *magnitude* "
+    "says where the paper's stated difference lies against each interval, apart from the sign.")
 
 
 def _f(value: float | None, sign: bool = False) -> str:
@@ -126,8 +127,9 @@ def claim_label(r: ClaimResult) -> str:
 
 
 def notes_text(r: ClaimResult) -> str:
-    mean = ([f"beside best-of-N, the means of the same seeds: {r.mean_check.estimate:+.2f} "
-             f"{_interval(r.mean_check)} (Welch's t, not used by the verdict)"] if r.mean_check else [])
+    mean = ([f"best-of-N needs its seeds' means to agree too: {r.mean_check.estimate:+.2f} "
+             f"{_interval(r.mean_check)} ({_method_name(r.mean_check.method)} on the means, part of the verdict)"]
+            if r.mean_check else [])
     return "; ".join([n for n in (r.why,) if n] + r.notes + [n for n in (r.seed_note, r.items_note) if n] + mean)
 
 
