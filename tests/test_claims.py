@@ -112,6 +112,28 @@ def test_every_claim_is_runnable_on_the_paper_configs_plan(claims):
     assert {k for k in plan_problems(claims, off)} == {"conpvp-t6-clustering-bert-base", "conpvp-t6-clustering-bert-large"}
 
 
+def test_every_claim_is_decidable_on_the_paper_configs_plan(claims):
+    """Decidable, not only producible: a trained side has >= 3 planned seeds, two constants have an
+    interval not over seeds (per-item STS scores or an exact population number)."""
+    config = load_config(REPO / "config.yaml")
+    assert plan_problems(claims, config) == {}
+    # one seed of OptiPrompt and MoCoUTRL (the config before issue 33): the 9 claims on them cannot decide
+    one = copy.deepcopy(config)
+    for block in one["matrix"]:
+        if set(block["methods"]) & {"optiprompt", "mocoutrl"}:
+            block["seeds"] = block["seeds"][:1]
+    problems = plan_problems(claims, one)
+    assert len(problems) == 9 and all("planned seed(s), the verdict needs at least 3" in v for v in problems.values())
+    assert {k for k in problems if k.startswith("promptbert-k8-optiprompt")} == {
+        "promptbert-k8-optiprompt-vs-avg", "promptbert-k8-optiprompt-vs-flow", "promptbert-k8-optiprompt-vs-manual"}
+    # two deterministic anisotropy numbers without 'exact' have no interval
+    inexact = copy.deepcopy(claims)
+    for claim in inexact["claims"]:
+        claim.pop("exact", None)
+    assert set(plan_problems(inexact, config)) == {"promptbert-k4-anisotropy-uncased-vs-cased",
+                                                   "promptbert-k4-anisotropy-cased-vs-roberta"}
+
+
 def test_validation_names_what_is_wrong(claims):
     bad = copy.deepcopy(claims)
     bad["claims"][0]["a"] = "BERT-base NoSuchMethod"

@@ -28,6 +28,8 @@ from sentrepro.stats import (
     minimum_detectable_difference,
     one_sample_interval,
     one_sample_intervals,
+    item_bootstrap_against_constant,
+    exact_difference,
     seed_intervals,
     standard_error,
 )
@@ -100,6 +102,19 @@ def test_paired_bootstrap_scores_every_seed_and_applies_the_seed_statistic():
     result = paired_bootstrap({"T": PairedTask(noisy, b[None], gold)}, "mean", n_resamples=200, seed=0)
     per_seed = [100 * scipy_stats.spearmanr(s, gold).statistic for s in noisy]
     assert result.estimate == pytest.approx(np.mean(per_seed) - 100 * scipy_stats.spearmanr(b, gold).statistic)
+
+
+def test_item_bootstrap_against_a_constant_matches_a_hand_loop_with_scipy():
+    a, _, gold = _paired_sample(n=30, seed=4)
+    got = item_bootstrap_against_constant({"T": (a[None, :], gold)}, "mean", 50.0, n_resamples=300, seed=7)
+    draws = np.random.default_rng(7).integers(0, 30, size=(300, 30))
+    hand = [100 * scipy_stats.spearmanr(a[d], gold[d]).statistic - 50.0 for d in draws]
+    assert (got.low, got.high) == pytest.approx(tuple(np.quantile(hand, [0.025, 0.975])), abs=1e-9)
+    assert got.estimate == pytest.approx(100 * scipy_stats.spearmanr(a, gold).statistic - 50.0)
+    flipped = item_bootstrap_against_constant({"T": (a[None, :], gold)}, "mean", 50.0, constant_first=True,
+                                              n_resamples=300, seed=7)
+    assert (flipped.low, flipped.high) == pytest.approx((-got.high, -got.low))
+    assert exact_difference(0.4445, 0.1465, "why").low == pytest.approx(0.298)
 
 
 def test_welch_interval_hand_worked():

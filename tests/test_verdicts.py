@@ -281,6 +281,28 @@ def test_a_reported_only_side_is_tested_as_the_published_constant(runs_verdicts)
     assert r.ours_delta == pytest.approx(r.a.ours - 72.74)
 
 
+def test_a_frozen_sts_side_against_a_published_number_gets_an_item_interval(tmp_path):
+    # manual prompt on frozen BERT-base against BERT-flow's published 66.55: before issue 33 "no interval"
+    files = [write_run(tmp_path, "bert-base", "manual-prompt", 1, 0.15, trained=False)]
+    r = _by_id(build_verdicts(load_claims(), files, BACKBONES, "unit"))["promptbert-k8-manual-vs-flow"]
+    assert (r.a.kind, r.b.kind) == ("deterministic", "published") and r.seed is None
+    assert r.items.method == "item-bootstrap-vs-constant" and "constant 66.55" in r.items.detail
+    assert r.items.estimate == pytest.approx(r.a.ours - 66.55, abs=1e-4)   # the per-pair scores give the table back
+    assert r.verdict == "holds" and r.items.low > 0                         # ours is far above 66.55 here
+
+
+def test_two_exact_population_numbers_decide_without_items(tmp_path):
+    backbones = {b: {"stands_in_for": b} for b in ("bert-base", "bert-base-cased", "roberta-base")}
+    files = [write_summary(tmp_path, backbone, "static-avg", None, "anisotropy", {"static_token": {"reported": v}},
+                           trained=False)
+             for backbone, v in (("bert-base", 0.4445), ("bert-base-cased", 0.1465), ("roberta-base", 0.0235))]
+    result = build_verdicts(load_claims(), files, backbones, "unit")
+    r = _by_id(result)["promptbert-k4-anisotropy-uncased-vs-cased"]
+    assert r.exact.method == "exact" and r.exact.low == r.exact.high == pytest.approx(0.298)
+    assert r.verdict == "holds" and "whole input embedding matrix" in r.exact.detail
+    assert _by_id(result)["promptbert-k4-anisotropy-cased-vs-roberta"].verdict == "holds"
+
+
 def test_not_run_is_split_into_named_causes(tmp_path, runs_verdicts):
     result = runs_verdicts
     by_id = _by_id(result)

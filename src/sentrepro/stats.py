@@ -334,6 +334,51 @@ def paired_bootstrap(tasks: dict[str, PairedTask], statistic_a: str, statistic_b
                     f"{len(tasks)} task(s): {', '.join(sorted(tasks))}")
 
 
+def item_bootstrap_against_constant(tasks: dict[str, tuple[np.ndarray, np.ndarray]], statistic: str,
+                                    constant: float, *, constant_first: bool = False, n_resamples: int = 1000,
+                                    seed: int = 0, level: float = LEVEL, chunk: int = 200) -> Interval:
+    """Bootstrap over evaluation items of stat(A) - constant (or constant - stat(A)): a deterministic
+    side scored on its STS items against a published number, whose per-item predictions are not
+    published. ``tasks``: {task: (predictions (S, n), gold (n,))}; several tasks are averaged, each
+    resampled independently, as :func:`paired_bootstrap` does. Only our side's test-set noise is in
+    it (the published side scored the same items, so the difference's true spread may be smaller or
+    larger): the detail says so.
+    """
+    if not tasks:
+        raise ValueError("item_bootstrap_against_constant needs at least one task")
+    rng = np.random.default_rng(seed)
+    scores = np.zeros(n_resamples)                                        # (R,)
+    estimate = 0.0
+    for name in sorted(tasks):
+        predictions, gold = tasks[name]
+        n = len(gold)
+        gold_groups = value_groups(gold)
+        groups = [value_groups(p) for p in predictions]
+
+        def score(idx: np.ndarray) -> np.ndarray:                         # idx (R, n) -> (R,)
+            return _side(groups, resampled_ranks(*gold_groups, idx), idx, statistic)
+
+        estimate += float(score(np.arange(n)[None, :])[0])
+        draws = rng.integers(0, n, size=(n_resamples, n))
+        for start in range(0, n_resamples, chunk):
+            scores[start:start + chunk] += score(draws[start:start + chunk])
+    diffs = scores / len(tasks) - constant
+    diff = estimate / len(tasks) - constant
+    low, high = _percentile(diffs, level)
+    if constant_first:
+        diff, low, high = -diff, -high, -low
+    return Interval(diff, low, high, "item-bootstrap-vs-constant",
+                    f"bootstrap over our items against a published constant {constant:.2f} (its own test-set "
+                    f"noise unknown), {n_resamples} resamples, seed {seed}, {len(tasks)} task(s): "
+                    f"{', '.join(sorted(tasks))}")
+
+
+def exact_difference(a: float, b: float, why: str) -> Interval:
+    """Two deterministic numbers computed over a whole population (no sample, no seed): the
+    difference is exact, its interval a point. ``why`` says what makes it a population."""
+    return Interval(a - b, a - b, a - b, "exact", why)
+
+
 def _side(groups: list[tuple[np.ndarray, int]], gold_ranks: np.ndarray, idx: np.ndarray, statistic: str) -> np.ndarray:
     """One side's seed statistic of Spearman x100 on each resample: idx (R, n) -> (R,)."""
     per_seed = np.stack([100.0 * pearson_rows(resampled_ranks(g, k, idx), gold_ranks) for g, k in groups])  # (S, R)

@@ -49,6 +49,8 @@ from sentrepro.stats import (
     Interval,
     Noise,
     PairedTask,
+    exact_difference,
+    item_bootstrap_against_constant,
     magnitude_position,
     MIN_SEEDS,
     minimum_detectable_difference,
@@ -129,6 +131,7 @@ class ClaimResult:
     seed_note: str = ""
     items: Interval | None = None
     items_note: str = ""
+    exact: Interval | None = None                           # two deterministic population numbers: a point
     verdict: str = NOT_RUN
     why: str = ""                                           # what decided (or blocked) the verdict
     cause: str = ""                                         # not run: one of NOT_RUN_CAUSES
@@ -165,7 +168,7 @@ class ClaimResult:
         return {m: p == "inside" for m, p in self.magnitude.items()}
 
     def intervals(self) -> list[Interval]:
-        return [i for i in (self.seed, self.mean_check, self.items) if i is not None]
+        return [i for i in (self.seed, self.mean_check, self.items, self.exact) if i is not None]
 
 
 @dataclass
@@ -309,6 +312,25 @@ def _test_set_interval(result: ClaimResult, settings: dict) -> None:
     result.item_files = {"a": files_a, "b": files_b}
 
 
+def _items_against_constant(result: ClaimResult, settings: dict) -> None:
+    """A deterministic STS side against a published number: a bootstrap over our side's items
+    (the published side's per-item scores do not exist). A trained side has its seed interval."""
+    a, b = result.a, result.b
+    ours, published = (a, b) if b.kind == PUBLISHED else (b, a)
+    if ours.kind != DETERMINISTIC or ours.suite != "sts":
+        result.items_note = "no test-set interval: one side is a published number (no per-item scores)"
+        return
+    try:
+        predictions, gold, files, tasks = _item_tasks(ours, ours.key)
+    except ItemScoresError as exc:
+        result.items_note = f"no test-set interval: {exc}"
+        return
+    result.items = item_bootstrap_against_constant(
+        {t: (predictions[t], gold[t]) for t in tasks}, ours.statistic, published.ours, constant_first=ours is b,
+        n_resamples=settings["item_resamples"], seed=settings["item_seed"], level=settings["level"])
+    result.item_files = {"a" if ours is a else "b": files}
+
+
 def _seed_interval(result: ClaimResult, tables: Tables, settings: dict) -> str | None:
     """Set ``result.seed`` by the sides' kinds; returns why the claim is not decidable, else None."""
     a, b = result.a, result.b
@@ -417,9 +439,13 @@ def judge(claim: dict, tables: Tables, settings: dict) -> ClaimResult:
     result.labels = list(dict.fromkeys(result.labels))
     blocked = _seed_interval(result, tables, settings)
     if PUBLISHED in (result.a.kind, result.b.kind):
-        result.items_note = "no test-set interval: one side is a published number (no per-item scores)"
+        _items_against_constant(result, settings)
     else:
         _test_set_interval(result, settings)
+    if claim.get("exact") and result.a.kind == result.b.kind == DETERMINISTIC:
+        result.exact = exact_difference(result.a.ours, result.b.ours, claim["exact"])
+        result.seed_note = "no seed interval needed: both sides are deterministic over a whole population"
+
     _power(result, settings["level"])
     intervals = result.intervals()
     options = {"margin": float(claim.get("margin", 0.0)), "at_least": claim.get("at_least")}

@@ -65,7 +65,9 @@ def _interval(i) -> str:
 def _method_name(method: str) -> str:
     return {"welch-t": "seeds (Welch t)", "seed-bootstrap": "seeds (bootstrap)",
             "one-sample-t": "seeds (one-sample t)", "one-sample-bootstrap": "seeds (one-sample bootstrap)",
-            "paired-bootstrap": "items (paired bootstrap)"}.get(method, method)
+            "paired-bootstrap": "items (paired bootstrap)",
+            "item-bootstrap-vs-constant": "items (bootstrap against a published constant)",
+            "exact": "exact (whole population)"}.get(method, method)
 
 
 def magnitude_text(r: ClaimResult) -> str:
@@ -97,6 +99,8 @@ def ours_text(r: ClaimResult) -> str:
     parts = [f"{r.ours_delta:+.2f} ({r.a.ours:.2f} vs {r.b.ours:.2f}, {r.a.statistic or r.b.statistic}{kinds})"]
     parts.append(f"seeds {_interval(r.seed)}" if r.seed else "seeds: –")
     parts.append(f"items {_interval(r.items)}" if r.items else "items: –")
+    if r.exact:
+        parts.append("exact: both sides over a whole population")
     return "; ".join(parts)
 
 
