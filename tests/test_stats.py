@@ -30,6 +30,8 @@ from sentrepro.stats import (
     one_sample_intervals,
     item_bootstrap_against_constant,
     exact_difference,
+    spread_factor,
+    minimum_detectable_spread_difference,
     seed_intervals,
     standard_error,
 )
@@ -273,6 +275,19 @@ def test_minimum_detectable_difference_has_the_stated_power():
     assert one == pytest.approx((scipy_stats.t.ppf(0.975, 9) + scipy_stats.t.ppf(0.8, 9)) / np.sqrt(10))
     assert minimum_detectable_difference(1.0, 1, 1.0, 4) is None               # a 1-seed trained side
     assert minimum_detectable_difference(0.0, None, 0.0, None) == 0.0
+
+
+def test_spread_factors_match_a_simulation_and_the_control_chart_table():
+    draws = np.random.default_rng(9).standard_normal((100_000, 10))
+    assert spread_factor("std", 10) == pytest.approx(draws.std(axis=1).std(), rel=0.02)
+    assert spread_factor("range", 10) == pytest.approx(0.797, abs=0.005)      # d3(10), tabulated
+    assert spread_factor("range", 4) == pytest.approx(0.880, abs=0.005)       # d3(4)
+    # PromptBERT Knowl 9: stds 0.86 (SimCSE) and 0.15 over 10 seeds: the stds' own MDD, not the means'
+    sd = lambda pop: pop * np.sqrt(10 / 9)                                    # noqa: E731 (population -> sample)
+    mdd = minimum_detectable_spread_difference("std", sd(0.15), 10, sd(0.86), 10)
+    z = scipy_stats.norm.ppf(0.975) + scipy_stats.norm.ppf(0.8)
+    assert mdd == pytest.approx(z * np.hypot(spread_factor("std", 10) * sd(0.15), spread_factor("std", 10) * sd(0.86)))
+    assert mdd < minimum_detectable_difference(sd(0.15), 10, sd(0.86), 10)
 
 
 def test_equivalence_margin_and_at_least_claims():

@@ -289,6 +289,28 @@ def test_paper_spread_for_an_exact_reproduction_is_underpowered(tmp_path):
     assert r.mdd < 1.41 and r.seed.low < 0 < r.seed.high and r.verdict == "inconclusive"
 
 
+def test_a_std_claim_gets_the_power_of_a_std_difference(tmp_path):
+    # 10 seeds a side with the paper's stds (0.15 vs 0.86): power on the stds, not on the means
+    files = []
+    for method, (mean, std) in (("promptbert", (78.54, 0.15)), ("simcse", (75.42, 0.86))):
+        values = [mean + std * (1 if i % 2 else -1) for i in range(10)]
+        files += [write_summary(tmp_path, "bert-base", method, seed, "sts", _sts(v)) for seed, v in enumerate(values)]
+    r = _by_id(build_verdicts(load_claims(), files, BACKBONES, "unit"))["promptbert-k9-stability"]
+    sample = [std * np.sqrt(10 / 9) for std in (0.15, 0.86)]
+    z = scipy_stats.norm.ppf(0.975) + scipy_stats.norm.ppf(0.8)
+    from sentrepro.stats import spread_factor
+    assert r.mdd == pytest.approx(z * spread_factor("std", 10) * np.hypot(*sample), rel=1e-6)
+    assert "of the difference of the std over seeds" in r.mdd_basis
+
+
+def test_two_deterministic_sides_get_the_power_of_their_items_interval(tmp_path):
+    files = [write_run(tmp_path, "bert-base", m, 1, n, trained=False) for m, n in (("conpvp", 0.15), ("simcse", 0.6))]
+    r = _by_id(build_verdicts(load_claims(), files, BACKBONES, "unit"))["conpvp-t3-vs-simcse-bert-base"]
+    z = scipy_stats.norm.ppf(0.975)
+    assert r.mdd == pytest.approx((z + scipy_stats.norm.ppf(0.8)) * (r.items.high - r.items.low) / (2 * z))
+    assert r.mdd > 0 and "test-set interval" in r.mdd_basis
+
+
 def test_a_frozen_side_against_four_seeds_gets_a_one_sample_interval(tmp_path):
     acc = [87.9, 88.4, 88.1, 87.6]
     files = [write_summary(tmp_path, "deberta-base", "mocoutrl", seed, "wos", {"acc": a, "f1": a - 1})

@@ -243,6 +243,60 @@ def minimum_detectable_difference(sd_a: float | None, n_a: int | None, sd_b: flo
     return float(quantile * np.sqrt(var))
 
 
+SPREAD_STATISTICS = ("std", "range")
+_SPREAD_FACTORS: dict[tuple[str, int], float] = {}
+
+
+def spread_factor(statistic: str, n: int) -> float:
+    """The standard deviation of a seed spread statistic over ``n`` normal seeds, per unit of the seeds'
+    sigma: ``std`` the population std (ddof 0, the tables' convention; exact from c4), ``range``
+    the range (d3, the control-chart constant, from a seeded simulation of 200,000 draws, cached)."""
+    key = (statistic, n)
+    if key not in _SPREAD_FACTORS:
+        if n < 2:
+            raise ValueError(f"a {statistic} over {n} seed(s) has no sampling spread to compute")
+        if statistic == "std":
+            from scipy.special import gammaln
+
+            c4 = np.sqrt(2.0 / (n - 1)) * np.exp(gammaln(n / 2) - gammaln((n - 1) / 2))
+            _SPREAD_FACTORS[key] = float(np.sqrt((n - 1) / n) * np.sqrt(1 - c4 ** 2))
+        elif statistic == "range":
+            draws = np.random.default_rng(0).standard_normal((200_000, n))
+            _SPREAD_FACTORS[key] = float(np.ptp(draws, axis=1).std())
+        else:
+            raise ValueError(f"'{statistic}' is not a spread statistic (known: {', '.join(SPREAD_STATISTICS)})")
+    return _SPREAD_FACTORS[key]
+
+
+def minimum_detectable_spread_difference(statistic: str, sd_a: float | None, n_a: int | None, sd_b: float | None,
+                                         n_b: int | None, *, level: float = LEVEL, power: float = POWER) -> float | None:
+    """The smallest true difference of two sides' std (or range) over seeds that a two-sided test at
+    ``level`` finds with probability ``power`` (normal approximation): (z_{1-alpha/2} + z_power) x
+    sqrt(se_a^2 + se_b^2), se = :func:`spread_factor` x the side's sample std. A deterministic side is
+    ``(0, None)``. None when a varying side has fewer than 2 seeds or no std."""
+    from scipy import stats as scipy_stats
+
+    terms = []
+    for sd, n in ((sd_a, n_a), (sd_b, n_b)):
+        if n is None:
+            continue
+        if sd is None or n < 2:
+            return None
+        terms.append((spread_factor(statistic, n) * sd) ** 2)
+    quantile = scipy_stats.norm.ppf(1 - (1 - level) / 2) + scipy_stats.norm.ppf(power)
+    return float(quantile * np.sqrt(sum(terms)))
+
+
+def minimum_detectable_from_interval(interval: Interval, *, level: float = LEVEL, power: float = POWER) -> float:
+    """The minimum detectable difference an interval implies (normal approximation): its standard
+    error, half its width over z_{1-alpha/2}, times (z_{1-alpha/2} + z_power). Used for two
+    deterministic sides, whose only noise is the items'."""
+    from scipy import stats as scipy_stats
+
+    z = scipy_stats.norm.ppf(1 - (1 - level) / 2)
+    return float((z + scipy_stats.norm.ppf(power)) * (interval.high - interval.low) / (2 * z))
+
+
 def false_reversed_chance(n_claims: int, level: float = LEVEL) -> float:
     """Chance that at least one of ``n_claims`` true claims is called "reversed" when each is tested
     with its own two-sided interval at ``level`` (one tail each, independence assumed, no correction)."""

@@ -53,7 +53,10 @@ from sentrepro.stats import (
     item_bootstrap_against_constant,
     magnitude_position,
     MIN_SEEDS,
+    SPREAD_STATISTICS,
     minimum_detectable_difference,
+    minimum_detectable_from_interval,
+    minimum_detectable_spread_difference,
     one_sample_intervals,
     paired_bootstrap,
     seed_intervals,
@@ -375,8 +378,22 @@ def _cause(side: SideResult) -> tuple[str, str]:
 
 
 def _power(result: ClaimResult, level: float) -> None:
-    """The minimum detectable difference at these seeds (ours; the paper's std and seeds where we have
-    no spread), and the basis it was computed on."""
+    """The minimum detectable difference of the claim's own statistic, and the basis it was computed on.
+
+    Seeds (ours; the paper's std and seeds where we have no spread): a difference of means (best-of-N
+    treated as a mean) or, for a std or range claim, of that spread statistic. Two deterministic sides
+    have no seed noise: the test-set (items) interval's noise, or 0 for an exact difference.
+    """
+    if result.a.kind == result.b.kind == DETERMINISTIC:
+        if result.items is not None:
+            result.mdd = minimum_detectable_from_interval(result.items, level=level)
+            result.mdd_basis = "both sides deterministic: the test-set interval's noise (80% power)"
+        elif result.exact is not None:
+            result.mdd, result.mdd_basis = 0.0, "both sides deterministic and exact: no noise"
+        else:
+            result.mdd_basis = "no minimum detectable difference: two deterministic sides and no interval"
+        return
+    statistic = result.a.statistic or result.b.statistic
     parts, args = [], []
     for s in (result.a, result.b):
         if s.kind in (DETERMINISTIC, PUBLISHED):
@@ -394,8 +411,12 @@ def _power(result: ClaimResult, level: float) -> None:
         else:
             result.mdd_basis = f"no minimum detectable difference: no seed spread for {s.label}"
             return
-    result.mdd = minimum_detectable_difference(*args, level=level)
-    result.mdd_basis = "; ".join(parts) + " (80% power; best-of-N treated as a mean)"
+    if statistic in SPREAD_STATISTICS:
+        result.mdd = minimum_detectable_spread_difference(statistic, *args, level=level)
+        result.mdd_basis = "; ".join(parts) + f" (80% power, of the difference of the {statistic} over seeds)"
+    else:
+        result.mdd = minimum_detectable_difference(*args, level=level)
+        result.mdd_basis = "; ".join(parts) + " (80% power; best-of-N treated as a mean)"
 
 
 def _underpowered(result: ClaimResult) -> bool:
