@@ -373,4 +373,46 @@ def test_not_run_is_split_into_named_causes(tmp_path, runs_verdicts):
     r = _by_id(build_verdicts(load_claims(), partial, BACKBONES, "unit"))["conpvp-t3-vs-simcse-bert-base"]
     assert r.verdict == "not run" and r.cause == "average left empty"
     text = summary(result)
-    assert "no run in this experiment" in text and "Multiplicity:" in text and "false \"reversed\"" in text
+    assert "no run in this experiment" in text and "Multiplicity:" in text
+    # the cause of the side with no run comes first: side a (w/o c+ & c-) has none, b an empty average
+    partial_b = [write_run(tmp_path / "q", "roberta-large", "simcse", seed, 0.3, tasks=two) for seed in (1, 2, 3)]
+    r = _by_id(build_verdicts(load_claims(), partial_b, BACKBONES, "unit"))["conpvp-t4-prompts-alone-no-gain"]
+    assert r.verdict == "not run" and r.cause == "no run in this experiment"
+
+
+def test_multiplicity_counts_judged_claims_only_as_an_upper_bound_with_holm(runs_verdicts, tmp_path):
+    family = [r for r in runs_verdicts.claims if r.verdict not in ("not run", NOT_JUDGED)]
+    text = summary(runs_verdicts)
+    bound = min(1.0, 0.025 * len(family))
+    assert f"{len(family)} judged claims" in text and f"at most {bound:.0%}" in text and "97 claims, each" not in text
+    rows = {row["claim"]: row for row in csv.DictReader(io.StringIO(to_csv(runs_verdicts)))}
+    assert rows["conpvp-t3-vs-simcse-bert-base"]["holm"] == "holds"
+    assert all(rows[r.claim["id"]]["p_value"] for r in family)
+    # Holm against scipy-free hand steps: the claims' own p-values, sorted, each against 0.025 / (m - k)
+    ps = sorted(r.p_value for r in family)
+    survivors = 0
+    for k, p_value in enumerate(ps):
+        if p_value > 0.025 / (len(ps) - k):
+            break
+        survivors += 1
+    assert sum(1 for r in family if r.holm_holds) <= survivors
+    # nothing judged (the demo: stand-ins only): no multiplicity figure for nothing
+    synthetic = [write_run(tmp_path, "bert-base", m, seed, n, synthetic=True)
+                 for seed in (1, 2, 3) for m, n in (("conpvp", 0.15), ("simcse", 0.6))]
+    empty = build_verdicts(load_claims(), synthetic, BACKBONES, "unit")
+    assert "Multiplicity" not in summary(empty) and "Multiplicity" not in to_html(empty)
+
+
+def test_anisotropy_prints_four_decimals_and_a_quoted_paper_value_fills_a_missing_cell(tmp_path):
+    backbones = {b: {"stands_in_for": b} for b in ("bert-base", "bert-base-cased", "roberta-base")}
+    files = [write_summary(tmp_path, backbone, "static-avg", None, "anisotropy", {"static_token": {"reported": v}},
+                           trained=False)
+             for backbone, v in (("bert-base", 0.4445), ("bert-base-cased", 0.1465), ("roberta-base", 0.0235))]
+    result = build_verdicts(load_claims(), files, backbones, "unit")
+    md = to_markdown(result)
+    assert "+0.1230 (0.1465 vs 0.0235" in md                    # 2 decimals read "+0.12 (0.15 vs 0.02"
+    row = next(r for r in csv.DictReader(io.StringIO(to_csv(result)))
+               if r["claim"] == "promptbert-k4-anisotropy-cased-vs-roberta")
+    assert row["ours_b"] == "0.0235" and row["paper_delta"] == "+0.1230"
+    whitening = _by_id(result)["promptbert-k5-debiased-vs-whitening"]
+    assert whitening.paper_values == (67.64, 66.28) and whitening.paper_delta == pytest.approx(1.36)

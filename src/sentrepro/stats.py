@@ -303,6 +303,50 @@ def false_reversed_chance(n_claims: int, level: float = LEVEL) -> float:
     return float(1.0 - (1.0 - (1.0 - level) / 2.0) ** n_claims)
 
 
+def false_call_bound(n_claims: int, level: float = LEVEL) -> float:
+    """An upper bound on the chance of at least one false call (a false "holds" or a false
+    "reversed") among ``n_claims`` judged claims, each tested at one tail of ``level``: the union
+    bound n x (1 - level) / 2, capped at 1. It needs no independence (the per-task claims share runs),
+    and one tail of (1 - level) / 2 per claim is itself a bound, reached only at a difference exactly at
+    the claim's threshold."""
+    return float(min(1.0, n_claims * (1.0 - level) / 2.0))
+
+
+def one_sided_p(interval: Interval, direction: str, *, margin: float = 0.0, at_least: float | None = None,
+                level: float = LEVEL) -> float:
+    """The one-sided p-value of "holds" that an interval implies (normal approximation: its standard
+    error is half its width over z_{1-alpha/2}): for ``greater`` the chance of an estimate this far
+    above 0 (``at_least``) with no true gain, mirrored for ``less``; for ``no_gain`` this far below the
+    margin. A point interval (an exact difference) gives 0 or 1."""
+    from scipy import stats as scipy_stats
+
+    z = scipy_stats.norm.ppf(1 - (1 - level) / 2)
+    se = (interval.high - interval.low) / (2 * z)
+    threshold = 0.0 if at_least is None else abs(at_least)
+    if direction == "greater":
+        distance = interval.estimate - threshold
+    elif direction == "less":
+        distance = -interval.estimate - threshold
+    else:
+        distance = margin - interval.estimate
+    if se == 0:
+        return 0.0 if distance > 0 else 1.0
+    return float(scipy_stats.norm.sf(distance / se))
+
+
+def holm(pvalues: Sequence[float], alpha: float) -> list[bool]:
+    """Holm's step-down procedure: which hypotheses are rejected with family-wise error at most
+    ``alpha`` (any dependence). Sorted ascending, the k-th smallest (k = 0, 1, ...) is rejected while
+    p <= alpha / (m - k); the first that is not stops the procedure."""
+    order = sorted(range(len(pvalues)), key=lambda i: pvalues[i])
+    rejected = [False] * len(pvalues)
+    for rank, index in enumerate(order):
+        if pvalues[index] > alpha / (len(pvalues) - rank):
+            break
+        rejected[index] = True
+    return rejected
+
+
 # --- paired bootstrap over evaluation items --------------------------------------------------------
 
 

@@ -45,11 +45,14 @@ from sentrepro.evaluation.item_scores import ItemScoresError, item_scores_file, 
 from sentrepro.fsutil import read_json, sha256_file
 from sentrepro.provenance import project_path
 from sentrepro.stats import (
+    HOLDS,
     INCONCLUSIVE,
     Interval,
     Noise,
     PairedTask,
     exact_difference,
+    holm,
+    one_sided_p,
     item_bootstrap_against_constant,
     magnitude_position,
     MIN_SEEDS,
@@ -75,8 +78,9 @@ NOT_DECIDABLE = "not decidable"
 UNDERPOWERED = "inconclusive — underpowered"
 NOT_JUDGED = "not judged"
 TRAINED, DETERMINISTIC, PUBLISHED = "trained", "deterministic", "published"
-# why a claim was not run, in the order the summary lists them
-NOT_RUN_CAUSES = ("reported only", "average left empty", "metric missing", "no run in this experiment")
+# why a claim was not run, in order of precedence (a claim takes the first that applies to either side: a side
+# with no run at all explains it before the other side's empty average) and the order the summary lists them
+NOT_RUN_CAUSES = ("no run in this experiment", "metric missing", "average left empty", "reported only")
 STS_TASKS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness")
 NOISE_STATISTICS = ("mean", "best")   # a forced std/max/range column is not a noisy estimate of the paper's
 
@@ -95,6 +99,7 @@ class SideResult:
     missing: tuple = ()                     # an aggregate (Avg.) the table left empty: the columns it lacks
     kind: str | None = None                 # trained / deterministic / published; None: no number
     paper_seeds: int | None = None          # seeds behind the paper's number (reported statistic or max_seeds)
+    digits: int = 2                         # decimals the table prints this cell with (the spec's `digits`)
 
     @property
     def ours(self) -> float | None:
@@ -146,12 +151,24 @@ class ClaimResult:
     labels: list = field(default_factory=list)              # stand-in / synthetic / partial average
     notes: list = field(default_factory=list)
     item_files: dict = field(default_factory=dict)          # "a"/"b" -> {seed: Path}
+    p_value: float | None = None                            # judged: one-sided p of "holds" (the largest interval's)
+    holm_holds: bool | None = None                          # judged: still holds under Holm over the judged claims
+
+    @property
+    def paper_values(self) -> tuple[float | None, float | None]:
+        """The paper's a and b: its tables' numbers, else the values its text quotes (``paper_values``)."""
+        quoted = self.claim.get("paper_values") or [None, None]
+        return tuple(s.paper.value if s.paper is not None and s.paper.value is not None else q
+                     for s, q in zip((self.a, self.b), quoted))
 
     @property
     def paper_delta(self) -> float | None:
-        if self.a.paper is None or self.b.paper is None or None in (self.a.paper.value, self.b.paper.value):
-            return None
-        return self.a.paper.value - self.b.paper.value
+        a, b = self.paper_values
+        return None if a is None or b is None else a - b
+
+    @property
+    def digits(self) -> int:
+        return max(self.a.digits, self.b.digits)
 
     @property
     def partial(self) -> bool:
@@ -229,7 +246,7 @@ class Tables:
         seeds = (paper.statistic or {}).get("seeds") if paper is not None else None
         return SideResult(side, printed_row, cell, paper, selector.get("suite"), selector.get("key"),
                           reported_only, selector.get("backbone"), ran, missing, kind,
-                          seeds or spec.get("max_seeds"))
+                          seeds or spec.get("max_seeds"), spec.get("digits", 2))
 
 
 _TRAINED: dict[str, bool] = {}
@@ -493,6 +510,24 @@ def judge(claim: dict, tables: Tables, settings: dict) -> ClaimResult:
     return result
 
 
+def judged(results: list[ClaimResult]) -> list[ClaimResult]:
+    """The claims judged on the papers' backbones and real data (every verdict but not run / not judged)."""
+    return [r for r in results if r.verdict not in (NOT_RUN, NOT_JUDGED)]
+
+
+def multiplicity(results: list[ClaimResult], level: float) -> None:
+    """Each judged claim's one-sided p-value of "holds" (the largest over its intervals: every one must
+    agree; 1 with none) and whether it still holds under Holm's correction over the judged claims at one
+    tail of ``level``."""
+    family = judged(results)
+    for r in family:
+        options = {"margin": float(r.claim.get("margin", 0.0)), "at_least": r.claim.get("at_least")}
+        r.p_value = max((one_sided_p(i, r.claim["direction"], level=level, **options) for i in r.intervals()),
+                        default=1.0)
+    for r, rejected in zip(family, holm([r.p_value for r in family], (1 - level) / 2)):
+        r.holm_holds = rejected and r.verdict == HOLDS
+
+
 def partial_average(side: SideResult) -> list[str] | None:
     """The STS tasks an Avg. cell of ours averages when they are fewer than the paper's 7, else None."""
     if side.cell is None or side.key != "avg" or side.suite != "sts":
@@ -586,6 +621,7 @@ def build_verdicts(claims: dict, metrics_files: list[Path], backbones: dict, exp
     tables = Tables(claim_tables(claims), [Path(p) for p in metrics_files], backbones, reported)
     settings = dict(claims["bootstrap"])
     results = [judge(claim, tables, settings) for claim in claims["claims"]]
+    multiplicity(results, settings["level"])
     spreads = suite_spreads(tables)
     return VerdictResult(experiment=experiment, claims=results, not_checked=list(claims.get("not_checked") or []),
                          cells=cell_noise(tables, spreads),

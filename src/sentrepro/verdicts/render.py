@@ -17,7 +17,7 @@ import io
 from pathlib import Path
 
 from sentrepro.fsutil import atomic_write_text
-from sentrepro.stats import MIN_SEEDS, false_reversed_chance
+from sentrepro.stats import MIN_SEEDS, false_call_bound
 from sentrepro.verdicts.build import (
     NOT_DECIDABLE,
     NOT_JUDGED,
@@ -26,13 +26,14 @@ from sentrepro.verdicts.build import (
     UNDERPOWERED,
     ClaimResult,
     VerdictResult,
+    judged,
     row_provenance,
 )
 
 CSV_HEADER = ["claim", "paper", "source", "text", "direction", "claimed_magnitude", "a", "b", "statistic",
               "ours_a", "ours_b", "ours_delta", "seed_low", "seed_high", "seed_method", "items_low", "items_high",
               "items_method", "paper_a", "paper_b", "paper_delta", "verdict", "why", "not_run_cause", "computed_verdict",
-              "kind_a", "kind_b", "margin", "mdd", "magnitude", "labels", "notes", "provenance"]
+              "kind_a", "kind_b", "margin", "mdd", "magnitude", "labels", "notes", "p_value", "holm", "provenance"]
 CELLS_HEADER = ["table", "row", "column", "ours", "ours_std", "n", "paper", "paper_std", "delta", "combined_sd",
                 "within_noise", "basis"]
 
@@ -52,14 +53,15 @@ HOW_TO_READ = (
     "says where the paper's stated difference lies against each interval, apart from the sign.")
 
 
-def _f(value: float | None, sign: bool = False) -> str:
+def _f(value: float | None, sign: bool = False, digits: int = 2) -> str:
+    """A number with the decimals its table prints (``digits``: anisotropy 4, scores 2)."""
     if value is None:
         return ""
-    return f"{value:+.2f}" if sign else f"{value:.2f}"
+    return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
 
 
-def _interval(i) -> str:
-    return "" if i is None else f"[{i.low:+.2f}, {i.high:+.2f}]"
+def _interval(i, digits: int = 2) -> str:
+    return "" if i is None else f"[{_f(i.low, True, digits)}, {_f(i.high, True, digits)}]"
 
 
 def _method_name(method: str) -> str:
@@ -84,7 +86,7 @@ def claimed_text(r: ClaimResult) -> str:
     c = r.claim
     magnitude = c.get("magnitude")
     direction = {"greater": "a > b", "less": "a < b", "no_gain": "a ≤ b"}[c["direction"]]
-    text = direction + ("" if magnitude is None else f", by {magnitude:.2f}")
+    text = direction + ("" if magnitude is None else f", by {_f(magnitude, digits=r.digits)}")
     if c["direction"] == "no_gain":
         text += f" (margin {float(c.get('margin', 0.0)):.2f})"
     if c.get("at_least") is not None:
@@ -96,20 +98,22 @@ def ours_text(r: ClaimResult) -> str:
     if r.ours_delta is None:
         return "–"
     kinds = "" if {r.a.kind, r.b.kind} == {"trained"} else f", {r.a.kind} vs {r.b.kind}"
-    parts = [f"{r.ours_delta:+.2f} ({r.a.ours:.2f} vs {r.b.ours:.2f}, {r.a.statistic or r.b.statistic}{kinds})"]
-    parts.append(f"seeds {_interval(r.seed)}" if r.seed else "seeds: –")
-    parts.append(f"items {_interval(r.items)}" if r.items else "items: –")
+    d = r.digits
+    parts = [f"{_f(r.ours_delta, True, d)} ({_f(r.a.ours, digits=d)} vs {_f(r.b.ours, digits=d)}, "
+             f"{r.a.statistic or r.b.statistic}{kinds})"]
+    parts.append(f"seeds {_interval(r.seed, d)}" if r.seed else "seeds: –")
+    parts.append(f"items {_interval(r.items, d)}" if r.items else "items: –")
     if r.exact:
         parts.append("exact: both sides over a whole population")
     return "; ".join(parts)
 
 
 def paper_text(r: ClaimResult) -> str:
-    a = r.a.paper.value if r.a.paper else None
-    b = r.b.paper.value if r.b.paper else None
+    a, b = r.paper_values
+    d = r.digits
     if r.paper_delta is None:
-        return f"{_f(a) or '–'} vs {_f(b) or '–'}"
-    return f"{r.paper_delta:+.2f} ({a:.2f} vs {b:.2f})"
+        return f"{_f(a, digits=d) or '–'} vs {_f(b, digits=d) or '–'}"
+    return f"{_f(r.paper_delta, True, d)} ({_f(a, digits=d)} vs {_f(b, digits=d)})"
 
 
 def verdict_text(r: ClaimResult) -> str:
@@ -119,7 +123,9 @@ def verdict_text(r: ClaimResult) -> str:
     if r.verdict == NOT_RUN and r.cause:
         text += f" ({r.cause})"
     if r.mdd and r.verdict not in (NOT_RUN,):
-        text += f"; detectable ≥ {r.mdd:.2f}"
+        text += f"; detectable ≥ {_f(r.mdd, digits=r.digits)}"
+    if r.holm_holds is not None and r.verdict == "holds":
+        text += "; holds after Holm" if r.holm_holds else "; not after Holm"
     magnitude = magnitude_text(r)
     if magnitude:
         text += f"; magnitude {magnitude}"
@@ -131,8 +137,9 @@ def claim_label(r: ClaimResult) -> str:
 
 
 def notes_text(r: ClaimResult) -> str:
-    mean = ([f"best-of-N needs its seeds' means to agree too: {r.mean_check.estimate:+.2f} "
-             f"{_interval(r.mean_check)} ({_method_name(r.mean_check.method)} on the means, part of the verdict)"]
+    mean = ([f"best-of-N needs its seeds' means to agree too: {_f(r.mean_check.estimate, True, r.digits)} "
+             f"{_interval(r.mean_check, r.digits)} ({_method_name(r.mean_check.method)} on the means, part of the "
+             "verdict)"]
             if r.mean_check else [])
     return "; ".join([n for n in (r.why,) if n] + r.notes + [n for n in (r.seed_note, r.items_note) if n] + mean)
 
@@ -146,18 +153,27 @@ def to_csv(result: VerdictResult) -> str:
     writer.writerow(CSV_HEADER)
     for r in result.claims:
         c = r.claim
+        d = r.digits
         writer.writerow([
-            c["id"], c["paper"], f"{c['file']}:{c['line']}", c["text"], c["direction"], _f(c.get("magnitude")),
-            r.a.side.describe(), r.b.side.describe(), r.a.statistic or "", _f(r.a.ours), _f(r.b.ours),
-            _f(r.ours_delta, True), _f(r.seed.low if r.seed else None, True),
-            _f(r.seed.high if r.seed else None, True), r.seed.detail if r.seed else r.seed_note,
-            _f(r.items.low if r.items else None, True), _f(r.items.high if r.items else None, True),
+            c["id"], c["paper"], f"{c['file']}:{c['line']}", c["text"], c["direction"], _f(c.get("magnitude"), digits=d),
+            r.a.side.describe(), r.b.side.describe(), r.a.statistic or "", _f(r.a.ours, digits=d),
+            _f(r.b.ours, digits=d), _f(r.ours_delta, True, d), _f(r.seed.low if r.seed else None, True, d),
+            _f(r.seed.high if r.seed else None, True, d), r.seed.detail if r.seed else r.seed_note,
+            _f(r.items.low if r.items else None, True, d), _f(r.items.high if r.items else None, True, d),
             r.items.detail if r.items else r.items_note,
-            _f(r.a.paper.value if r.a.paper else None), _f(r.b.paper.value if r.b.paper else None),
-            _f(r.paper_delta, True), r.verdict, r.why, r.cause, r.computed, r.a.kind or "", r.b.kind or "",
-            _f(c.get("margin")), _f(r.mdd), magnitude_text(r), "; ".join(r.labels), "; ".join(r.notes),
+            _f(r.paper_values[0], digits=d), _f(r.paper_values[1], digits=d),
+            _f(r.paper_delta, True, d), r.verdict, r.why, r.cause, r.computed, r.a.kind or "", r.b.kind or "",
+            _f(c.get("margin")), _f(r.mdd, digits=d), magnitude_text(r), "; ".join(r.labels), "; ".join(r.notes),
+            "" if r.p_value is None else f"{r.p_value:.4f}", holm_text(r),
             row_provenance(r, result.claims_file)])
     return buffer.getvalue()
+
+
+def holm_text(r: ClaimResult) -> str:
+    """The Holm column: a judged claim that holds, still holding (or not) under Holm's correction."""
+    if r.holm_holds is None:
+        return ""
+    return "holds" if r.holm_holds else ("not after Holm" if r.verdict == "holds" else "–")
 
 
 def to_cells_csv(result: VerdictResult) -> str:
@@ -196,7 +212,7 @@ def counts(result: VerdictResult) -> dict[str, int]:
 
 def summary(result: VerdictResult) -> str:
     found = counts(result)
-    judged = [r for r in result.claims if r.verdict not in (NOT_RUN, NOT_JUDGED)]
+    judged_claims = judged(result.claims)
     sign = ", ".join(f"{found.get(k, 0)} {k}" for k in ("holds", "reversed", "inconclusive", UNDERPOWERED,
                                                           NOT_DECIDABLE))
     causes: dict[str, int] = {}
@@ -205,22 +221,35 @@ def summary(result: VerdictResult) -> str:
             causes[r.cause] = causes.get(r.cause, 0) + 1
     not_run = ", ".join(f"{causes[c]} {c}" for c in NOT_RUN_CAUSES if causes.get(c))
     positions: dict[str, int] = {}
-    for r in judged:
+    for r in judged_claims:
         for position in set(r.magnitude.values()) if r.magnitude else ():
             positions[position] = positions.get(position, 0) + 1
-    stated = sum(1 for r in judged if r.claim.get("magnitude") is not None)
+    stated = sum(1 for r in judged_claims if r.claim.get("magnitude") is not None)
     magnitude = (f"Magnitude, apart from the sign ({stated} judged claims state one): "
                  + (", ".join(f"{n} with the stated size {p} an interval" if p == "inside" else f"{n} {p} than stated"
                               for p, n in sorted(positions.items())) or "none tested") + ".")
-    level = result.settings["bootstrap"]["level"]
-    chance = false_reversed_chance(len(result.claims), level)
-    multiplicity = (f"Multiplicity: {len(result.claims)} claims, each tested at {level:.0%} without correction: "
-                    f"were every claim true, the chance of at least one false \"reversed\" is "
-                    f"{chance:.0%} (one tail of {(1 - level) / 2:.1%} per claim, independent claims).")
-    return (f"{len(result.claims)} claims. Judged on the papers' backbones and real data: {len(judged)} — {sign}. "
+    multiplicity = multiplicity_text(result)
+    return (f"{len(result.claims)} claims. Judged on the papers' backbones and real data: {len(judged_claims)} — "
+            f"{sign}. "
             f"Not judged (stand-in or synthetic, computed for the code path only, not counted): "
             f"{found.get(NOT_JUDGED, 0)}. Not run: {found.get(NOT_RUN, 0)}" + (f" ({not_run})" if not_run else "")
-            + f". {len(result.not_checked)} statements not checked (listed below). {magnitude} {multiplicity}")
+            + f". {len(result.not_checked)} statements not checked (listed below). {magnitude}" + (f" {multiplicity}" if multiplicity else ""))
+
+
+def multiplicity_text(result: VerdictResult) -> str:
+    """Over the judged claims only, as an upper bound; empty when nothing is judged (no figure for nothing)."""
+    family = judged(result.claims)
+    if not family:
+        return ""
+    level = result.settings["bootstrap"]["level"]
+    tail = (1 - level) / 2
+    held = [r for r in family if r.verdict == "holds"]
+    return (f"Multiplicity: {len(family)} judged claims, each tested at one tail of {tail:.1%} without correction: "
+            f"the chance of at least one false call among them is at most {false_call_bound(len(family), level):.0%} "
+            f"(the union bound: it needs no independence, and the per-task claims share runs; {tail:.1%} per "
+            f"claim is itself reached only at a true difference exactly at the claim's threshold). Under Holm's "
+            f"correction over these {len(family)} claims (family-wise {tail:.1%}), "
+            f"{sum(1 for r in held if r.holm_holds)} of the {len(held)} that hold still hold (column holm).")
 
 
 def settings_text(result: VerdictResult) -> str:
