@@ -460,7 +460,10 @@ def judge(claim: dict, tables: Tables, settings: dict) -> ClaimResult:
     if missing or {result.a.kind, result.b.kind} == {PUBLISHED}:
         causes = [_cause(s) for s in missing] or [("reported only", "both sides are published numbers only")]
         result.cause = next(c for c in NOT_RUN_CAUSES if c in {k for k, _ in causes})
-        result.why = "; ".join(f"{s.label}: {text}" for s, (_, text) in zip(missing, causes)) or causes[0][1]
+        by_text: dict[str, list[str]] = {}                 # the same explanation for both sides is said once
+        for s, (_, text) in zip(missing, causes):
+            by_text.setdefault(text, []).append(s.label)
+        result.why = "; ".join(f"{' and '.join(labels)}: {text}" for text, labels in by_text.items()) or causes[0][1]
         _power(result, settings["level"])
         return result
     result.ours_delta = result.a.ours - result.b.ours

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from sentrepro.fsutil import atomic_write_text
 from sentrepro.stats import MIN_SEEDS, false_call_bound
+from sentrepro.verdicts import page
 from sentrepro.verdicts.build import (
     NOT_DECIDABLE,
     NOT_JUDGED,
@@ -137,11 +138,17 @@ def claim_label(r: ClaimResult) -> str:
 
 
 def notes_text(r: ClaimResult) -> str:
+    return "; ".join(note_parts(r))
+
+
+def note_parts(r: ClaimResult) -> list[str]:
+    """A claim's notes, each once: what decided it, the claim's own notes, why an interval is missing."""
     mean = ([f"best-of-N needs its seeds' means to agree too: {_f(r.mean_check.estimate, True, r.digits)} "
              f"{_interval(r.mean_check, r.digits)} ({_method_name(r.mean_check.method)} on the means, part of the "
              "verdict)"]
             if r.mean_check else [])
-    return "; ".join([n for n in (r.why,) if n] + r.notes + [n for n in (r.seed_note, r.items_note) if n] + mean)
+    parts = [n for n in (r.why,) if n] + r.notes + [n for n in (r.seed_note, r.items_note) if n] + mean
+    return list(dict.fromkeys(parts))
 
 
 # --- CSV -----------------------------------------------------------------------------------------------
@@ -301,47 +308,39 @@ def _h(text: str) -> str:
     return html.escape(text, quote=True)
 
 
-def to_html(result: VerdictResult) -> str:
-    colours = {"holds": "#d9f2d9", "reversed": "#f7d4d4", "inconclusive": "#f4f4f4", UNDERPOWERED: "#f4f4f4",
-               NOT_DECIDABLE: "#fff6d5", NOT_JUDGED: "#e8eef7", NOT_RUN: "#ffffff"}
-    out = ["<!DOCTYPE html>", "<html><head><meta charset='utf-8'>",
-           f"<title>Reproduction verdicts: {_h(result.experiment)}</title>",
-           "<style>table{border-collapse:collapse;font-size:90%}td,th{border:1px solid #ccc;padding:3px 6px;"
-           "vertical-align:top}th{background:#eee}</style></head><body>",
-           f"<h1>Reproduction verdicts: {_h(result.experiment)}</h1>"]
-    if banner(result):
-        out.append(f"<p><strong>{_h(banner(result).replace('**', ''))}</strong></p>")
-    out += [f"<p>{_h(summary(result))}</p>", f"<p>{_h(HOW_TO_READ.replace('**', '').replace('*', ''))}</p>",
-            "<table><tr><th>id</th><th>claim</th><th>source</th><th>claimed</th><th>ours: a − b; 95% intervals</th>"
-            "<th>paper: a − b</th><th>verdict</th><th>notes</th></tr>"]
-    for r in result.claims:
-        c = r.claim
-        out.append(f"<tr style='background:{colours[r.verdict]}'>" + "".join(f"<td>{_h(x)}</td>" for x in [
-            c["id"], claim_label(r), f"{c['file']}:{c['line']}", claimed_text(r), ours_text(r), paper_text(r),
-            verdict_text(r), notes_text(r)]) + "</tr>")
-    out.append("</table>")
-    if result.not_checked:
-        out.append("<h2>Statements not checked</h2><ul>")
-        out += [f"<li>{_h(e['id'])} ({_h(e['file'])}:{e['line']}): “{_h(e['quote'])}” — {_h(e['why'])}</li>"
-                for e in result.not_checked]
-        out.append("</ul>")
-    out += ["<h2>Cells within the noise of the paper's number</h2>",
-            "<table><tr><th>table</th><th>row</th><th>column</th><th>ours</th><th>paper</th><th>ours − paper</th>"
-            "<th>combined sd</th><th>within noise</th></tr>"]
+def _columns(r: ClaimResult) -> tuple[str, str, str, str, str]:
+    """(claim, claimed, ours, paper, verdict detail) texts of a claim's page row."""
+    detail = verdict_text(r)[len(r.verdict):].lstrip(" ;")
+    return claim_label(r), claimed_text(r), ours_text(r), paper_text(r), detail
+
+
+def _cells_html(result: VerdictResult) -> list[str]:
+    out = ["<table><tr><th>table</th><th>row</th><th>column</th><th>ours</th><th>paper</th><th>ours − paper</th>"
+           "<th>combined sd</th><th>within noise</th></tr>"]
     for entry in result.cells:
         c, n = entry.cell, entry.noise
         out.append("<tr>" + "".join(f"<td>{_h(x)}</td>" for x in [
-            c.table, c.row, c.column, _f(c.value), _f(c.reported.value), _f(n.delta, True) if n else "",
-            _f(n.sd) if n else "", ("yes" if n.within else "no") if n else f"n/a ({entry.reason})"]) + "</tr>")
-    out += ["</table>", f"<p>{_h(settings_text(result))}</p>", "</body></html>", ""]
-    return "\n".join(out)
+            c.table, c.row, c.column, _f(c.value, digits=c.digits), _f(c.reported.value, digits=c.digits),
+            _f(n.delta, True, c.digits) if n else "", _f(n.sd, digits=c.digits) if n else "",
+            ("yes" if n.within else "no") if n else f"n/a ({entry.reason})"]) + "</tr>")
+    return out + ["</table>"]
+
+
+def to_html(result: VerdictResult, forest_name: str = "verdicts" + page.FOREST_SUFFIX) -> str:
+    """The verdict page (:mod:`sentrepro.verdicts.page`): grouped, badged, notes once, forest plot inlined
+    (and linked: ``forest_name``, the SVG written beside it)."""
+    return page.to_html(result, summary=summary(result), how_to_read=HOW_TO_READ.replace("**", "").replace("*", ""),
+                        banner=banner(result), settings=settings_text(result), cells_html=_cells_html(result),
+                        columns=_columns, parts=note_parts, forest_name=forest_name)
 
 
 def write_outputs(result: VerdictResult, out_prefix: Path) -> list[Path]:
-    """``<prefix>.md``, ``.csv``, ``.cells.csv`` and ``.html``, each written atomically."""
+    """``<prefix>.md``, ``.csv``, ``.cells.csv``, ``.html`` and the forest plot ``.forest.svg`` beside the
+    page, each written atomically."""
     out_prefix = Path(out_prefix)
     outputs = {".md": to_markdown(result), ".csv": to_csv(result), ".cells.csv": to_cells_csv(result),
-               ".html": to_html(result)}
+               ".html": to_html(result, out_prefix.name + page.FOREST_SUFFIX),
+               page.FOREST_SUFFIX: page.forest_svg(result)}
     paths = []
     for suffix, text in outputs.items():
         path = out_prefix.with_name(out_prefix.name + suffix)
