@@ -578,6 +578,27 @@ def _spread(side: SideResult, spreads: dict) -> tuple[float, str] | None:
     return None
 
 
+RANDOM_EVALUATIONS = {"clustering": "KMeans restarts", "wos": "the probe's seed and split"}
+
+
+def evaluation_noise(side: SideResult) -> tuple[float, str] | None:
+    """A frozen cell's noise from its own evaluation's randomness, where the metrics file measures it:
+    clustering keeps every KMeans restart's accuracy (``acc_std``, population std over ``seeds``), so the
+    reported mean has standard error std / sqrt(n - 1); the Avg. averages the sets' means. None where
+    the evaluation is deterministic or its randomness is not measured (WOS: one probe seed)."""
+    if side.suite != "clustering" or side.cell is None:
+        return None
+    results = read_json(next(iter(side.cell.files.values())))["results"]
+    names = [side.key] if side.key != "avg" else [k for k, v in results.items()
+                                                   if k != "avg" and isinstance(v, dict) and "acc_std" in v]
+    entries = [results.get(name) or {} for name in names]
+    if not entries or any("acc_std" not in e or len(e.get("seeds") or []) < 2 for e in entries):
+        return None
+    ses = [e["acc_std"] / np.sqrt(len(e["seeds"]) - 1) for e in entries]
+    se = float(np.sqrt(np.sum(np.square(ses))) / len(ses))
+    return se, f"ours frozen, noise of its {len(entries[0]['seeds'])} KMeans restarts: se {se:.2f}"
+
+
 def _noise(side: SideResult, spreads: dict) -> CellNoise:
     cell, paper = side.cell, side.paper
     partial = partial_average(side)
@@ -591,30 +612,45 @@ def _noise(side: SideResult, spreads: dict) -> CellNoise:
     if cell.statistic not in NOISE_STATISTICS:
         return CellNoise(cell, None, f"a {cell.statistic} over seeds is not compared for noise")
     spread = _spread(side, spreads)
-    if side.kind == DETERMINISTIC:
+    # like with like: a paper row whose number is another statistic (the † rows: a mean of 10 seeds in a
+    # best-of-4 table) is set against the same statistic of our seeds
+    statistic, ours_value, like = cell.statistic, cell.value, ""
+    other = (paper.statistic or {}).get("stat")
+    if other and other != cell.statistic and cell.summary is not None and cell.summary.stat(other) is not None:
+        statistic, ours_value = other, cell.summary.stat(other)
+        like = f"like with like: our {other} of {cell.n} seeds against the paper's {other} ({paper.statistic['where']})"
+    measured = evaluation_noise(side) if side.kind == DETERMINISTIC else None
+    if measured is not None:
+        ours_se, ours_basis = measured
+    elif side.kind == DETERMINISTIC and side.suite in RANDOM_EVALUATIONS:
+        return CellNoise(cell, None, f"frozen, but the {side.suite} evaluation is random "
+                                     f"({RANDOM_EVALUATIONS[side.suite]}) and its spread is not measured")
+    elif side.kind == DETERMINISTIC:
         ours_se, ours_basis = 0.0, "ours deterministic (se 0)"
-    elif standard_error(cell.std, cell.n, cell.statistic) is not None:
-        ours_se = standard_error(cell.std, cell.n, cell.statistic)
-        ours_basis = f"our se {ours_se:.2f} ({cell.statistic} of {cell.n} seeds)"
+    elif standard_error(cell.std, cell.n, statistic) is not None:
+        ours_se = standard_error(cell.std, cell.n, statistic)
+        ours_basis = f"our se {ours_se:.2f} ({statistic} of {cell.n} seeds)"
     elif spread is not None:
         ours_se, ours_basis = spread[0], f"ours one run: {spread[1]}"
     else:
         return CellNoise(cell, None, f"one run of ours and no published spread for suite {side.suite}")
     paper_n = side.paper_seeds
     if paper.std is not None:
-        se = standard_error(paper.std, paper_n, cell.statistic) if paper_n else None
+        se = standard_error(paper.std, paper_n, statistic) if paper_n else None
         paper_se, paper_basis = ((se, f"paper se {se:.2f} (std {paper.std:.2f}, n={paper_n})") if se is not None
                                  else (paper.std, f"paper std {paper.std:.2f} (seeds unknown)"))
+    elif measured is not None:
+        paper_se, paper_basis = ours_se, "paper: the same protocol's noise as ours"
     elif side.kind == DETERMINISTIC:
         paper_se, paper_basis = 0.0, "paper deterministic (se 0)"
     elif spread is not None:
-        n = paper_n if cell.statistic == "mean" and paper_n and paper_n > 1 else 1
+        n = paper_n if statistic == "mean" and paper_n and paper_n > 1 else 1
         paper_se = spread[0] * np.sqrt(n / (n - 1)) / np.sqrt(n) if n > 1 else spread[0]
         paper_basis = f"paper prints no std: {spread[1]}" + (f", n={n}" if n > 1 else ", one run")
     else:
         return CellNoise(cell, None, f"the paper prints no std and no published spread for suite {side.suite}")
-    noise = within_noise(cell.value, ours_se, paper.value, paper_se,
-                         basis=f"{paper_basis}; {ours_basis}", rounding=0.5 * 10 ** -cell.digits)
+    basis = "; ".join(b for b in (like, paper_basis, ours_basis) if b)
+    noise = within_noise(ours_value, ours_se, paper.value, paper_se, basis=basis, rounding=0.5 * 10 ** -cell.digits)
     return CellNoise(cell, noise)
 
 
