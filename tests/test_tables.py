@@ -18,7 +18,8 @@ from sentrepro.audit import audit_cell
 from sentrepro.fsutil import sha256_file
 from sentrepro.tables.aggregate import best_seed, lowest_seeds, summarize
 from sentrepro.tables.build import MetricsError, build_table
-from sentrepro.tables.render import caption_paragraphs, to_csv, to_html, to_latex, to_markdown, to_seeds_csv, write_outputs
+from sentrepro.tables.render import (caption_paragraphs, to_csv, to_html, to_latex, to_markdown, to_seeds_csv,
+                                     write_outputs)
 from sentrepro.tables.reported import ReportedError, load_reported
 from sentrepro.tables.spec import SpecError, available_specs, load_spec, spec_methods, validate_spec
 

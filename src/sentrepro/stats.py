@@ -269,7 +269,8 @@ def spread_factor(statistic: str, n: int) -> float:
 
 
 def minimum_detectable_spread_difference(statistic: str, sd_a: float | None, n_a: int | None, sd_b: float | None,
-                                         n_b: int | None, *, level: float = LEVEL, power: float = POWER) -> float | None:
+                                         n_b: int | None, *, level: float = LEVEL,
+                                         power: float = POWER) -> float | None:
     """The smallest true difference of two sides' std (or range) over seeds that a two-sided test at
     ``level`` finds with probability ``power`` (normal approximation): (z_{1-alpha/2} + z_power) x
     sqrt(se_a^2 + se_b^2), se = :func:`spread_factor` x the side's sample std. A deterministic side is

@@ -17,8 +17,9 @@ from sentrepro.verdicts.build import NOT_DECIDABLE, NOT_JUDGED, NOT_RUN, UNDERPO
 
 FOLD_AT = 160           # a row's notes longer than this (characters) are folded under <details>
 # verdict -> (badge class, colour): green holds, red reversed, amber can't decide, grey otherwise
-BADGES = {"holds": ("holds", "#1a7f37"), "reversed": ("reversed", "#cf222e"), "inconclusive": ("inconclusive", "#6e7781"),
-          UNDERPOWERED: ("underpowered", "#9a6700"), NOT_DECIDABLE: ("not-decidable", "#9a6700"),
+BADGES = {"holds": ("holds", "#1a7f37"), "reversed": ("reversed", "#cf222e"),
+          "inconclusive": ("inconclusive", "#6e7781"), UNDERPOWERED: ("underpowered", "#9a6700"),
+          NOT_DECIDABLE: ("not-decidable", "#9a6700"),
           NOT_JUDGED: ("not-judged", "#0969da"), NOT_RUN: ("not-run", "#8c959f")}
 STYLE = """
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:1.5em auto;max-width:1200px;color:#1f2328;

@@ -162,7 +162,8 @@ def to_csv(result: VerdictResult) -> str:
         c = r.claim
         d = r.digits
         writer.writerow([
-            c["id"], c["paper"], f"{c['file']}:{c['line']}", c["text"], c["direction"], _f(c.get("magnitude"), digits=d),
+            c["id"], c["paper"], f"{c['file']}:{c['line']}", c["text"], c["direction"],
+            _f(c.get("magnitude"), digits=d),
             r.a.side.describe(), r.b.side.describe(), r.a.statistic or "", _f(r.a.ours, digits=d),
             _f(r.b.ours, digits=d), _f(r.ours_delta, True, d), _f(r.seed.low if r.seed else None, True, d),
             _f(r.seed.high if r.seed else None, True, d), r.seed.detail if r.seed else r.seed_note,
@@ -240,7 +241,8 @@ def summary(result: VerdictResult) -> str:
             f"{sign}. "
             f"Not judged (stand-in or synthetic, computed for the code path only, not counted): "
             f"{found.get(NOT_JUDGED, 0)}. Not run: {found.get(NOT_RUN, 0)}" + (f" ({not_run})" if not_run else "")
-            + f". {len(result.not_checked)} statements not checked (listed below). {magnitude}" + (f" {multiplicity}" if multiplicity else ""))
+            + f". {len(result.not_checked)} statements not checked (listed below). {magnitude}"
+            + (f" {multiplicity}" if multiplicity else ""))
 
 
 def multiplicity_text(result: VerdictResult) -> str:
