@@ -31,6 +31,7 @@ from sentrepro.stats import (
     item_bootstrap_against_constant,
     exact_difference,
     spread_factor,
+    variance_ratio_interval,
     minimum_detectable_spread_difference,
     seed_intervals,
     standard_error,
@@ -137,7 +138,7 @@ def test_welch_interval_hand_worked():
 def test_seed_intervals_need_three_seeds_and_gate_best_of_n_by_the_means():
     assert [i.method for i in seed_intervals([1, 2, 3], [0, 1, 2], "mean")] == ["welch-t"]
     assert [i.method for i in seed_intervals([1, 2, 3], [0, 1, 2], "best")] == ["seed-bootstrap", "welch-t"]
-    assert [i.method for i in seed_intervals([1, 2, 3], [0, 1, 2], "std")] == ["seed-bootstrap"]
+    assert [i.method for i in seed_intervals([1, 2, 3], [0, 1, 4], "std")] == ["seed-bootstrap", "variance-ratio-f"]
     assert seed_intervals([1, 2], [0, 1], "mean") == [] and seed_interval([1, 2], [0, 1], "mean") is None
     assert seed_intervals([1, 2, 3], [0, 1], "best") == []
     assert [i.method for i in one_sample_intervals([1, 2, 3], 0.0, "best")] == ["one-sample-bootstrap",
@@ -151,13 +152,15 @@ SEED_COUNTS = (2, 3, 4, 5, 10)          # every seed count config.yaml and its o
 SIM_REPS, SIM_RESAMPLES = 1000, 1000
 
 
-def _holds_rate(n: int, statistic: str, shift: float, reps: int = SIM_REPS, seed: int = 11) -> float:
-    """How often seed_intervals + verdict say "a > b holds" for n seeds per side, a = b + shift (sd 1)."""
+def _holds_rate(n: int, statistic: str, shift: float, reps: int = SIM_REPS, seed: int = 11, *,
+                direction: str = "greater", scale: float = 1.0) -> float:
+    """How often seed_intervals + verdict say the claim holds for n seeds per side, a = b + shift with a's
+    sd ``scale`` (b's 1)."""
     rng = np.random.default_rng(seed)
     held = 0
     for _ in range(reps):
-        a, b = rng.normal(shift, 1.0, n), rng.normal(0.0, 1.0, n)
-        held += verdict(seed_intervals(a, b, statistic, n_resamples=SIM_RESAMPLES, seed=0), "greater") == HOLDS
+        a, b = rng.normal(shift, scale, n), rng.normal(0.0, 1.0, n)
+        held += verdict(seed_intervals(a, b, statistic, n_resamples=SIM_RESAMPLES, seed=0), direction) == HOLDS
     return held / reps
 
 
@@ -171,10 +174,35 @@ def test_false_holds_rate_at_no_true_difference_is_at_most_the_stated_one_tail(n
     assert rate <= allowed, f"{statistic} of {n} seeds: false 'holds' {rate:.3f} > {allowed:.3f}"
 
 
+@pytest.mark.parametrize("statistic", ["std", "range"])
+@pytest.mark.parametrize("n", [4, 10])
+def test_false_holds_rate_of_a_spread_claim_at_equal_spreads(n, statistic):
+    # PromptBERT Knowl 9's stability claims: "a's std (range) over seeds is smaller than b's"
+    nominal = 0.025
+    allowed = nominal + 2 * np.sqrt(nominal * (1 - nominal) / SIM_REPS)
+    rate = _holds_rate(n, statistic, 0.0, direction="less")
+    assert rate <= allowed, f"{statistic} of {n} seeds: false 'holds' {rate:.3f} > {allowed:.3f}"
+
+
 @pytest.mark.parametrize("statistic", ["mean", "best"])
 @pytest.mark.parametrize("n", [4, 10])          # the paper config's seed counts of trained sides
 def test_a_true_difference_of_two_stds_is_found_most_of_the_time(n, statistic):
     assert _holds_rate(n, statistic, 2.0, reps=400) > 0.5
+
+
+def test_the_paper_s_own_stability_gap_is_found_at_ten_seeds():
+    # PromptBERT's std 0.15 against SimCSE's 0.86 over 10 seeds (promptbert-paper.txt:202-203)
+    assert _holds_rate(10, "std", 0.0, reps=300, direction="less", scale=0.15 / 0.86) > 0.8
+
+
+def test_variance_ratio_interval_matches_scipy_f():
+    a, b = [78.4, 78.6, 78.5, 78.8, 78.3], [75.0, 76.6, 73.5, 75.9, 74.2]
+    got = variance_ratio_interval(a, b)
+    ratio = np.var(a, ddof=1) / np.var(b, ddof=1)
+    low, high = ratio / scipy_stats.f.ppf(0.975, 4, 4), ratio / scipy_stats.f.ppf(0.025, 4, 4)
+    assert (got.low, got.high) == pytest.approx((0.5 * np.log(low), 0.5 * np.log(high)))
+    assert got.high < 0 and verdict([got], "less") == HOLDS
+    assert variance_ratio_interval([1, 1, 1], [0, 1, 2]).excludes_zero() == 0      # no spread: decides nothing
 
 
 def test_seed_bootstrap_against_scipy_bootstrap_of_independent_samples():

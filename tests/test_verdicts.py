@@ -119,7 +119,7 @@ def test_clear_gain_best_of_n_with_both_intervals(runs_verdicts):
     # beside the coarse best-of-4 bootstrap, the means of the same seeds (Welch's t, against scipy)
     want = scipy_stats.ttest_ind(list(r.a.cell.per_seed.values()), list(r.b.cell.per_seed.values()),
                                  equal_var=False).confidence_interval(0.95)
-    assert (r.mean_check.low, r.mean_check.high) == pytest.approx((want.low, want.high))
+    assert (r.gate.low, r.gate.high) == pytest.approx((want.low, want.high))
 
 
 def test_a_partial_average_is_never_judged_and_the_note_names_the_missing_tasks(tmp_path):
@@ -191,7 +191,7 @@ def test_best_of_n_holds_only_when_the_means_of_the_same_seeds_agree(tmp_path):
     r = _by_id(build_verdicts(load_claims(), files, BACKBONES, "unit"))["conpvp-t3-vs-simcse-bert-base"]
     assert r.seed.method == "seed-bootstrap" and r.seed.low > 0            # alone it would say "holds"
     want = scipy_stats.ttest_ind(values["conpvp"], values["simcse"], equal_var=False).confidence_interval(0.95)
-    assert (r.mean_check.low, r.mean_check.high) == pytest.approx((want.low, want.high)) and want.low < 0
+    assert (r.gate.low, r.gate.high) == pytest.approx((want.low, want.high)) and want.low < 0
     assert r.verdict != "holds" and r.verdict.startswith("inconclusive")
     assert "welch-t" not in r.magnitude                                   # the stated size is of best-of-N
 
@@ -301,6 +301,9 @@ def test_a_std_claim_gets_the_power_of_a_std_difference(tmp_path):
     from sentrepro.stats import spread_factor
     assert r.mdd == pytest.approx(z * spread_factor("std", 10) * np.hypot(*sample), rel=1e-6)
     assert "of the difference of the std over seeds" in r.mdd_basis
+    # the verdict needs the F interval of the variance ratio too (the bootstrap of a std alone runs above 2.5 %)
+    assert r.gate.method == "variance-ratio-f" and r.gate in r.intervals() and r.gate.high < 0
+    assert r.verdict == "holds" and "variance-ratio-f" not in r.magnitude
 
 
 def test_two_deterministic_sides_get_the_power_of_their_items_interval(tmp_path):
@@ -371,7 +374,7 @@ def test_a_reported_only_side_is_tested_as_the_published_constant(runs_verdicts)
     assert r.b.kind == "published" and r.b.ours == pytest.approx(72.74)
     assert r.seed.method == "one-sample-bootstrap" and "constant 72.74" in r.seed.detail
     # and the one-sample t of the seeds' mean, which the verdict needs too (a mean is at most its best)
-    assert r.mean_check.method == "one-sample-t" and r.mean_check in r.intervals()
+    assert r.gate.method == "one-sample-t" and r.gate in r.intervals()
     assert r.items is None and "published number" in r.items_note and r.verdict in ("holds", "reversed", "inconclusive")
     assert r.ours_delta == pytest.approx(r.a.ours - 72.74)
 

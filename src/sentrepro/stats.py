@@ -40,6 +40,7 @@ HOLDS, REVERSED, INCONCLUSIVE = "holds", "reversed", "inconclusive"
 POWER = 0.80
 MIN_SEEDS = 3            # seeds a varying side needs before any seed interval is computed
 GATED_BY_MEANS = ("best", "max")   # statistics whose verdict also needs the t interval on the means
+GATED_BY_VARIANCES = ("std", "range")   # statistics whose verdict also needs the F interval of the variance ratio
 
 
 @dataclass(frozen=True)
@@ -152,14 +153,41 @@ def seed_intervals(a: Sequence[float], b: Sequence[float], statistic: str, *, se
                    n_resamples: int = 10000, seed: int = 0, level: float = LEVEL) -> list[Interval]:
     """The seed intervals a verdict requires (every one must agree): [] when a side has fewer than
     :data:`MIN_SEEDS` seeds; a mean -> [Welch's t]; best-of-N or max -> [bootstrap of the statistic,
-    Welch's t on the means of the same seeds]; any other statistic -> [bootstrap of it]."""
+    Welch's t on the means of the same seeds]; std or range -> [bootstrap of it, the F interval of the
+    same seeds' variance ratio] (the bootstrap of a range over 10 seeds alone says "holds" about 6 % of
+    the time with equal spreads); any other statistic -> [bootstrap of it]."""
     if min(len(a), len(b)) < MIN_SEEDS:
         return []
     if statistic == "mean":
         return [welch_interval(a, b, level)]
     boot = seed_bootstrap_interval(a, b, statistic, selection_a=selection_a, selection_b=selection_b,
                                    n_resamples=n_resamples, seed=seed, level=level)
-    return [boot, welch_interval(a, b, level)] if statistic in GATED_BY_MEANS else [boot]
+    if statistic in GATED_BY_MEANS:
+        return [boot, welch_interval(a, b, level)]
+    if statistic in GATED_BY_VARIANCES:
+        return [boot, variance_ratio_interval(a, b, level)]
+    return [boot]
+
+
+def variance_ratio_interval(a: Sequence[float], b: Sequence[float], level: float = LEVEL) -> Interval:
+    """The interval of log(sd_A / sd_B) from the F distribution of the ratio of sample variances (exact
+    for normal seeds): it lies below 0 when A's spread is smaller than B's. Its sign is what a spread
+    claim's verdict needs; its scale (a log ratio) is not the claim's, so no magnitude is read from it."""
+    from scipy import stats as scipy_stats
+
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    va, vb = a.var(ddof=1), b.var(ddof=1)
+    dfa, dfb = len(a) - 1, len(b) - 1
+    if va == 0.0 or vb == 0.0:                  # no spread to take a ratio of: this interval decides nothing
+        return Interval(0.0, -np.inf, np.inf, "variance-ratio-f",
+                        f"no F interval: a side without spread (sample variances {va:g} and {vb:g})")
+    ratio = va / vb
+    alpha = (1 - level) / 2
+    low = ratio / scipy_stats.f.ppf(1 - alpha, dfa, dfb)
+    high = ratio / scipy_stats.f.ppf(alpha, dfa, dfb)
+    return Interval(0.5 * float(np.log(ratio)), 0.5 * float(np.log(low)), 0.5 * float(np.log(high)),
+                    "variance-ratio-f", f"F interval of log(sd_a / sd_b), n={len(a)} vs {len(b)}, df={dfa}, {dfb}")
 
 
 def seed_interval(a: Sequence[float], b: Sequence[float], statistic: str, **options) -> Interval | None:

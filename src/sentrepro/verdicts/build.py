@@ -9,7 +9,8 @@ summary: seeds vary), **deterministic** (a frozen model: one evaluation, no seed
 * ours: difference of the sides' headline seed statistics (best-of-N or mean, or the column's
   forced statistic), a - b;
 * seed intervals: two trained sides -> :func:`sentrepro.stats.seed_intervals` (Welch's t for means;
-  best-of-N: a bootstrap over seeds *and* Welch's t on the same seeds' means, both required); a
+  best-of-N: a bootstrap over seeds *and* Welch's t on the same seeds' means, both required; std or
+  range: a bootstrap *and* the F interval of the variance ratio); a
   trained side against a constant (a deterministic or published side) ->
   :func:`sentrepro.stats.one_sample_intervals`; two constants -> none needed (no seed variance). A
   trained side with fewer than :data:`sentrepro.stats.MIN_SEEDS` (3) seeds makes the claim **not
@@ -147,7 +148,7 @@ class ClaimResult:
     mdd: float | None = None                                # minimum detectable difference (80% power)
     mdd_basis: str = ""
     magnitude: dict = field(default_factory=dict)           # interval method -> inside / ours smaller / larger
-    mean_check: Interval | None = None                      # best-of-N: t interval on the seeds' means (required)
+    gate: Interval | None = None            # required too: best-of-N's t on the means, a spread's F ratio
     labels: list = field(default_factory=list)              # stand-in / synthetic / partial average
     notes: list = field(default_factory=list)
     item_files: dict = field(default_factory=dict)          # "a"/"b" -> {seed: Path}
@@ -188,7 +189,7 @@ class ClaimResult:
         return {m: p == "inside" for m, p in self.magnitude.items()}
 
     def intervals(self) -> list[Interval]:
-        return [i for i in (self.seed, self.mean_check, self.items, self.exact) if i is not None]
+        return [i for i in (self.seed, self.gate, self.items, self.exact) if i is not None]
 
 
 @dataclass
@@ -368,14 +369,14 @@ def _seed_interval(result: ClaimResult, tables: Tables, settings: dict) -> str |
         found = seed_intervals(values_a, values_b, a.statistic,
                                selection_a=_selection(a, tables.specs[a.side.table]),
                                selection_b=_selection(b, tables.specs[b.side.table]), **options)
-        result.seed, result.mean_check = (found + [None, None])[:2]
+        result.seed, result.gate = (found + [None, None])[:2]
         return None
     if TRAINED in (a.kind, b.kind):
         varying, constant = (a, b) if a.kind == TRAINED else (b, a)
         found = one_sample_intervals(list(varying.cell.per_seed.values()), constant.ours, varying.statistic,
                                      selection=_selection(varying, tables.specs[varying.side.table]),
                                      constant_first=varying is b, **options)
-        result.seed, result.mean_check = (found + [None, None])[:2]
+        result.seed, result.gate = (found + [None, None])[:2]
         result.seed_note = f"{constant.label} is {constant.kind}: tested as a constant"
         return None
     result.seed_note = "no seed interval needed: both sides are constants (deterministic or published)"
@@ -502,8 +503,8 @@ def judge(claim: dict, tables: Tables, settings: dict) -> ClaimResult:
                           f"{'margin' if claim['direction'] == 'no_gain' else 'difference the paper claims'}")
     target = signed_magnitude(claim.get("magnitude"), claim["direction"])
     if target is not None and not result.partial:
-        # the stated size is of the headline statistic: the means' gate of best-of-N is not its interval
-        result.magnitude = {i.method: magnitude_position(i, target) for i in intervals if i is not result.mean_check}
+        # the stated size is of the headline statistic: the gate (means, variance ratio) is not its interval
+        result.magnitude = {i.method: magnitude_position(i, target) for i in intervals if i is not result.gate}
     if result.flagged:
         result.computed, result.verdict = computed, NOT_JUDGED
         result.why = ("computed on a stand-in backbone or synthetic data for the code path only "

@@ -111,7 +111,7 @@ def forest_svg(result: VerdictResult) -> str:
 
 def _forest_row(r: ClaimResult, y: float) -> list[str]:
     target = signed_magnitude(r.claim.get("magnitude"), r.claim["direction"])
-    ours = [i for i in (r.seed, r.mean_check, r.items, r.exact) if i is not None]
+    ours = [i for i in (r.seed, r.gate, r.items, r.exact) if i is not None]
     values = [0.0] + [v for v in (r.ours_delta, r.paper_delta, target) if v is not None]
     values += [v for i in ours for v in (i.low, i.high)]
     extent = max(abs(v) for v in values) * 1.15 or 1.0

@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import html
 import io
+import math
 from pathlib import Path
 
 from sentrepro.fsutil import atomic_write_text
@@ -42,7 +43,8 @@ HOW_TO_READ = (
     "How to read: each row is one comparative claim, a − b. *Ours* is the difference of the two cells' "
     "headline seed statistic (as the tables show them) with two 95% intervals: **seeds** (a trained side "
     f"needs ≥ {MIN_SEEDS} seeds; two trained sides: Welch's t for means, and for best-of-N a bootstrap over "
-    "seeds that must agree with Welch's t on the same seeds' means; a trained side against a frozen model or "
+    "seeds that must agree with Welch's t on the same seeds' means, for a std or range the F interval of their "
+    "variance ratio; a trained side against a frozen model or "
     "a published number: a one-sample interval against that constant) and **items** (a "
     "paired bootstrap over the STS test pairs: both sides scored on the same resampled pairs). **holds**: "
     "every interval excludes 0 in the claimed direction (an \"at least d\" claim: d; a \"no gain\" claim: "
@@ -141,12 +143,19 @@ def notes_text(r: ClaimResult) -> str:
     return "; ".join(note_parts(r))
 
 
+def gate_text(r: ClaimResult) -> str:
+    """The second seed interval a verdict needs: the means of best-of-N's seeds, or a spread's variance ratio."""
+    g = r.gate
+    if g.method == "variance-ratio-f":
+        return (f"a spread claim needs the same seeds' variance ratio to agree too: sd ratio {math.exp(g.estimate):.2f} "
+                f"[{math.exp(g.low):.2f}, {math.exp(g.high):.2f}] (F interval, part of the verdict)")
+    return (f"best-of-N needs its seeds' means to agree too: {_f(g.estimate, True, r.digits)} "
+            f"{_interval(g, r.digits)} ({_method_name(g.method)} on the means, part of the verdict)")
+
+
 def note_parts(r: ClaimResult) -> list[str]:
     """A claim's notes, each once: what decided it, the claim's own notes, why an interval is missing."""
-    mean = ([f"best-of-N needs its seeds' means to agree too: {_f(r.mean_check.estimate, True, r.digits)} "
-             f"{_interval(r.mean_check, r.digits)} ({_method_name(r.mean_check.method)} on the means, part of the "
-             "verdict)"]
-            if r.mean_check else [])
+    mean = [gate_text(r)] if r.gate else []
     parts = [n for n in (r.why,) if n] + r.notes + [n for n in (r.seed_note, r.items_note) if n] + mean
     return list(dict.fromkeys(parts))
 
