@@ -197,3 +197,23 @@ def test_validation_names_what_is_wrong(claims):
     bad["bootstrap"]["item_resamples"] = 100
     with pytest.raises(ClaimsError, match="at least 1000"):
         validate_claims(bad)
+
+
+def test_best_of_n_against_a_constant_is_only_claimed_above_it(claims):
+    """The one-sample t of the seeds' mean gates best-of-N against a published constant; it is calibrated
+    (conservatively: a mean is at most its expected best) only when the trained side is claimed *above*
+    the constant. Every such listed claim must be of that kind."""
+    found = []
+    for claim in claims["claims"]:
+        kinds = []
+        for side in sides(claim):
+            spec = load_spec(side.table)
+            row = next(r for r in spec["rows"] if r["label"] == side.row)
+            column = next(c for c in spec["columns"] if c["label"] == side.column)
+            best = (column.get("stat") or spec.get("statistic")) == "best-of-n"
+            kinds.append("constant" if row.get("reported_only") else "best" if best else "other")
+        if sorted(kinds) == ["best", "constant"]:
+            above = "greater" if kinds[0] == "best" else "less"
+            assert claim["direction"] == above, claim["id"]
+            found.append(claim["id"])
+    assert found == ["conpvp-t3-vs-consert-bert-base", "conpvp-t3-vs-consert-bert-large"]
