@@ -478,7 +478,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("verdicts", help="test each published claim (claims.yaml) on the metrics files")
     p.add_argument("--spec", required=True, help="experiment context as JSON (experiment, backbones)")
-    p.add_argument("--out-prefix", required=True, help="writes <prefix>.md, .csv, .cells.csv, .html")
+    p.add_argument("--out-prefix", required=True, help="writes <prefix>.md, .csv, .cells.csv, .html, .forest.svg")
     p.add_argument("--metrics", nargs="*", default=[], help="metrics JSON files the claims' tables read")
     p.add_argument("--claims", default="", help="claims file (default: src/sentrepro/tables/claims.yaml)")
     p.set_defaults(func=cmd_verdicts)
