@@ -18,6 +18,11 @@ before it is verified. On top of that, per snapshot:
 * The whole fetch holds a file lock (``.<snapshot>.lock`` next to the snapshot): the same backbone
   fetched at once from several checkouts sharing ``resources/`` is fetched by one of them, and the
   others reuse its verified snapshot through the lock record.
+* What a completed fetch wrote is never rewritten by a later one: a process that finds the snapshot
+  complete (its MANIFEST.json a snapshot manifest listing exactly the lock's files, every file matching)
+  verifies it and reuses it as it is, saying so in its log; MANIFEST.json stays byte-identical, since
+  other checkouts have hashed it and depend on it. Only a snapshot without its MANIFEST (deleted, or
+  removed by Snakemake before a rerun) gets a new one.
 
 ``MANIFEST.json`` records repo id, commit, origin, every file's path, role, size and sha256, and
 provenance whose inputs are the snapshot files (so ``sentrepro audit`` verifies them like downloads).
@@ -41,7 +46,7 @@ from sentrepro.data.download import (
 )
 from sentrepro.data.sources import local_path, resolve_url
 from sentrepro.fsutil import atomic_write_json, read_json, sha256_file
-from sentrepro.integrity import write_stamp
+from sentrepro.integrity import stamp_path, write_stamp
 from sentrepro.pretrained.files import select_files
 from sentrepro.pretrained.listing import (
     Listing,
@@ -74,7 +79,8 @@ def staging_path(snapshot_dir: Path) -> Path:
 
 def fetch_model(backbone: str, spec: dict, snapshot_dir: Path, *, mirror: str | Path | None = None,
                 settings: FetchSettings | None = None, progress: bool = True) -> dict:
-    """Fetch (or reuse) backbone ``backbone``'s snapshot into ``snapshot_dir``; write and return its MANIFEST."""
+    """Fetch (or reuse) backbone ``backbone``'s snapshot into ``snapshot_dir``; return its MANIFEST (written
+    by this call, or, with ``reused`` set, the one a complete earlier fetch wrote, left untouched)."""
     settings = settings or FetchSettings()
     snapshot_dir = Path(snapshot_dir)
     spec = fetch_spec(spec)
@@ -90,6 +96,13 @@ def _fetch_model_locked(backbone: str, spec: dict, snapshot_dir: Path, mirror, s
                         progress: bool) -> dict:
     prov = Provenance(step="fetch_model", config={"backbone": backbone, **spec})
     lock = _read_lock(snapshot_dir, spec)
+    complete = _complete_manifest(snapshot_dir, lock)
+    if complete is not None:
+        if not stamp_path(snapshot_dir / MANIFEST).is_file():
+            write_stamp(snapshot_dir / MANIFEST)  # the plan's stamp only, where it is missing
+        LOG.info("%s: %s is complete: %s and its %d files verified against the lock %s; reused as written, "
+                 "nothing rewritten", backbone, snapshot_dir, MANIFEST, len(lock["files"]), lock_path(snapshot_dir))
+        return {**complete, "reused": True}
     if lock is not None and _snapshot_matches(snapshot_dir, lock):
         LOG.info("%s: %s already holds the %d files of its lock %s; nothing fetched", backbone, snapshot_dir,
                  len(lock["files"]), lock_path(snapshot_dir))
@@ -136,6 +149,25 @@ def _read_lock(snapshot_dir: Path, spec: dict) -> dict | None:
             f"{path} records {lock.get('model')}@{lock.get('commit')}, but the config asks for "
             f"{spec['model']}@{spec['revision'] or 'its first-use commit'}; delete the lock file to record anew")
     return lock
+
+
+def _complete_manifest(snapshot_dir: Path, lock: dict | None) -> dict | None:
+    """The MANIFEST of a complete snapshot (a snapshot manifest listing exactly the lock's files, each file
+    matching), or None: then this fetch writes one."""
+    path = snapshot_dir / MANIFEST
+    if lock is None or not path.is_file():
+        return None
+    try:
+        manifest = read_json(path)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(manifest, dict) or manifest.get("kind") != SNAPSHOT_KIND \
+            or not isinstance(manifest.get("files"), list):
+        return None
+    listed = {(e.get("path"), e.get("sha256")) for e in manifest["files"] if isinstance(e, dict)}
+    if listed != {(e["path"], e["sha256"]) for e in lock["files"]}:
+        return None
+    return manifest if _snapshot_matches(snapshot_dir, lock) else None
 
 
 def _snapshot_matches(snapshot_dir: Path, lock: dict) -> bool:
