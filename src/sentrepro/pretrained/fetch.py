@@ -21,8 +21,11 @@ before it is verified. On top of that, per snapshot:
 * What a completed fetch wrote is never rewritten by a later one: a process that finds the snapshot
   complete (its MANIFEST.json a snapshot manifest listing exactly the lock's files, every file matching)
   verifies it and reuses it as it is, saying so in its log; MANIFEST.json stays byte-identical, since
-  other checkouts have hashed it and depend on it. Only a snapshot without its MANIFEST (deleted, or
-  removed by Snakemake before a rerun) gets a new one.
+  other checkouts have hashed it and depend on it. Snakemake removes a job's outputs before it runs it,
+  so a checkout whose fetch job starts after another's finished would find MANIFEST.json and CONTENT.json
+  gone: the fetch that writes them keeps a hard link to each in ``<snapshot>/.written/``, and a later
+  fetch puts them back from there (same inode, bytes and mtime: nothing downstream in any checkout
+  reruns) before checking the snapshot. Only a snapshot with no such record gets a new MANIFEST.
 
 ``MANIFEST.json`` records repo id, commit, origin, every file's path, role, size and sha256, and
 provenance whose inputs are the snapshot files (so ``sentrepro audit`` verifies them like downloads).
@@ -96,6 +99,7 @@ def _fetch_model_locked(backbone: str, spec: dict, snapshot_dir: Path, mirror, s
                         progress: bool) -> dict:
     prov = Provenance(step="fetch_model", config={"backbone": backbone, **spec})
     lock = _read_lock(snapshot_dir, spec)
+    _restore_written(snapshot_dir)
     complete = _complete_manifest(snapshot_dir, lock)
     if complete is not None:
         if not stamp_path(snapshot_dir / MANIFEST).is_file():
@@ -136,7 +140,38 @@ def _fetch_model_locked(backbone: str, spec: dict, snapshot_dir: Path, mirror, s
     }
     atomic_write_json(snapshot_dir / MANIFEST, manifest)
     write_stamp(snapshot_dir / MANIFEST)  # what the plan compares the files with (sentrepro.integrity)
+    _keep_written(snapshot_dir)
     return manifest
+
+
+WRITTEN = ".written"  # in the snapshot: hard links to the MANIFEST and stamp its writer wrote
+
+
+def _kept(snapshot_dir: Path) -> list[tuple[Path, Path]]:
+    """(output, its kept link) for MANIFEST.json and CONTENT.json."""
+    return [(snapshot_dir / name, snapshot_dir / WRITTEN / name)
+            for name in (MANIFEST, stamp_path(snapshot_dir / MANIFEST).name)]
+
+
+def _keep_written(snapshot_dir: Path) -> None:
+    """Link the MANIFEST and stamp just written into ``.written/`` (replacing older links)."""
+    (snapshot_dir / WRITTEN).mkdir(exist_ok=True)
+    for output, kept in _kept(snapshot_dir):
+        kept.unlink(missing_ok=True)
+        try:
+            os.link(output, kept)
+        except OSError as exc:  # a file system without hard links: a later fetch then writes its own MANIFEST
+            LOG.info("cannot keep %s as %s (%s): a fetch that finds it removed writes a new one", output, kept, exc)
+
+
+def _restore_written(snapshot_dir: Path) -> None:
+    """Put back a MANIFEST or stamp that was removed (Snakemake removes a job's outputs before running it)
+    from the links its writer kept; whether they still describe the snapshot is checked next."""
+    for output, kept in _kept(snapshot_dir):
+        if not output.exists() and kept.is_file():
+            os.link(kept, output)
+            LOG.info("%s was removed since it was written (by Snakemake before this job?): put back from %s, "
+                     "unchanged", output, kept)
 
 
 def _read_lock(snapshot_dir: Path, spec: dict) -> dict | None:
