@@ -104,21 +104,20 @@ def cmd_download(args) -> int:
 
 
 def cmd_fetch_model(args) -> int:
-    from sentrepro.data.download import DownloadError, FetchSettings
-    from sentrepro.data.sources import SourceError
-    from sentrepro.pretrained.fetch import fetch_model
-    from sentrepro.pretrained.listing import ModelSourceError
-
     import logging
     import os
     import socket
 
+    from sentrepro.data.download import DownloadError, FetchSettings
+    from sentrepro.data.sources import SourceError
     from sentrepro.ledger import declare_store
+    from sentrepro.pretrained.fetch import fetch_model
+    from sentrepro.pretrained.listing import ModelSourceError
     from sentrepro.pretrained.names import resources_of
 
     spec = _spec(args.spec)
     _log_to_stderr()
-    # jobs of several checkouts may append to one log: each starts with a line naming it
+    # checkouts sharing a store run fetch jobs of one snapshot: each job's log starts by naming its process
     logging.getLogger(__name__).info("sentrepro fetch-model %s: process %d on %s", args.name, os.getpid(),
                                      socket.gethostname())
     store = resources_of(Path(args.out_dir).resolve())
