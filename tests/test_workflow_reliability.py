@@ -130,12 +130,15 @@ def test_a_torn_ledger_line_loses_no_later_record_and_the_audit_names_it_and_pas
     """Issue 36: half a record appended with no newline (a crash or a full disk mid-append); the next job's
     record is whole, and the audit of the cell passes, naming the torn line in one line."""
     book = copy / "results" / "wftest" / "ledger.jsonl"
+    torn = b'{"bytes": 10210, "command": "table", "host": "vm", "path": "results/wftest/tables/sts_m'
     torn_at = len(book.read_bytes().splitlines()) + 1
     with open(book, "ab") as handle:
-        handle.write(b'{"bytes": 10210, "command": "table", "host": "vm", "path": "results/wftest/tables/sts_m')
-    snakemake(copy, "-f", str(TABLE))  # the next job: it appends its record after the torn line
-    last = json.loads(book.read_bytes().splitlines()[-1])
-    assert last["command"] == "table" and last["path"].startswith("results/wftest/tables/sts_main.")
+        handle.write(torn)
+    snakemake(copy, "-f", str(TABLE))  # the next job: it appends its records after the torn line
+    lines = book.read_bytes().splitlines()
+    assert lines[torn_at - 1] == torn  # the torn line was ended, not continued
+    records = [json.loads(line) for line in lines[torn_at:]]  # each of the next job's records whole
+    assert {r["command"] for r in records} == {"table"} and str(TABLE) in {r["path"] for r in records}
     audit = _audit(copy)
     assert audit.returncode == 0, audit.stdout + audit.stderr
     (named,) = [line for line in audit.stdout.splitlines() if "ledger line skipped" in line]
