@@ -138,7 +138,7 @@ def test_two_concurrent_fetches_into_a_shared_store_keep_its_manifest_and_both_l
     with serve(_hub_plan(tmp_path)) as base:
         env = {**os.environ, "HF_ENDPOINT": base, "PYTHONPATH": str(REPO / "src")}
         env.pop(ledger.STORE_ENV, None)  # fetch-model knows its store from the snapshot layout
-        with open(log, "ab") as out:  # the rule's `>> {log} 2>&1`, for both jobs
+        with open(log, "ab") as out:  # both jobs' lines in one file, appended, to read them side by side
             procs = [subprocess.Popen(argv, cwd=checkout, env=env, stdout=out, stderr=out) for checkout in checkouts[:2]]
             codes = [p.wait(timeout=300) for p in procs]
         assert codes == [0, 0], log.read_text()
@@ -169,6 +169,34 @@ def test_two_concurrent_fetches_into_a_shared_store_keep_its_manifest_and_both_l
     report = audit_cell(table, "BERT-base SimCSE", "STS-B")
     assert report.ok, report.text()
     assert f"as written by `sentrepro fetch-model` at {line['time']} ({book}:" in report.text()
+
+
+def test_a_removed_manifest_is_put_back_as_written_unless_other_code_wrote_it(tmp_path, tiny_models):
+    """Snakemake removes a job's outputs before running it: the fetch puts the MANIFEST its writer kept back
+    (same inode); but a MANIFEST recorded by other code (the rule reruns when its code changes) is written
+    anew, so that the audit does not find the snapshot's record stale for ever."""
+    from sentrepro.codedeps import code_record
+    from sentrepro.pretrained.fetch import fetch_model, written_path
+
+    spec = {"model": str(tiny_models["bert"]), "revision": None}
+    snapshot = tmp_path / "resources" / "models" / "tiny" / "local"
+    first = fetch_model("tiny", spec, snapshot, progress=False)
+    manifest = snapshot / "MANIFEST.json"
+    inode = manifest.stat().st_ino
+    manifest.unlink()
+    again = fetch_model("tiny", spec, snapshot, progress=False)
+    assert again["reused"] and manifest.stat().st_ino == inode and first["lock_status"] == again["lock_status"]
+
+    record = code_record(["cli:fetch-model"])
+    old_code = {**record, "fingerprint": "0" * len(record["fingerprint"]),
+                "modules": {**record["modules"], "pretrained/fetch.py": "0" * 16}}
+    kept = written_path(snapshot) / "MANIFEST.json"
+    manifest.unlink()
+    atomic_write_json(kept, {**json.loads(kept.read_text()), "provenance": {"code_fingerprint": old_code}})
+    renewed = fetch_model("tiny", spec, snapshot, progress=False)
+    assert "reused" not in renewed and renewed["lock_status"] == "matched; snapshot reused, nothing fetched"
+    assert json.loads(manifest.read_text())["provenance"]["code_fingerprint"] != old_code
+    assert manifest.stat().st_ino == kept.stat().st_ino  # the new MANIFEST is the one kept from now on
 
 
 def test_a_store_ledger_is_found_from_any_file_below_it_and_records_paths_relative_to_it(tmp_path, monkeypatch):

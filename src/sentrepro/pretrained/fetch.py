@@ -23,9 +23,11 @@ before it is verified. On top of that, per snapshot:
   verifies it and reuses it as it is, saying so in its log; MANIFEST.json stays byte-identical, since
   other checkouts have hashed it and depend on it. Snakemake removes a job's outputs before it runs it,
   so a checkout whose fetch job starts after another's finished would find MANIFEST.json and CONTENT.json
-  gone: the fetch that writes them keeps a hard link to each in ``<snapshot>/.written/``, and a later
+  gone: the fetch that writes them keeps a hard link to each in ``.<snapshot>.written/`` (next to the
+  snapshot, like its lock), and a later
   fetch puts them back from there (same inode, bytes and mtime: nothing downstream in any checkout
-  reruns) before checking the snapshot. Only a snapshot with no such record gets a new MANIFEST.
+  reruns) before checking the snapshot. A snapshot with no such record, or one written by other code
+  (the rule reruns when its code changes), gets a new MANIFEST.
 
 ``MANIFEST.json`` records repo id, commit, origin, every file's path, role, size and sha256, and
 provenance whose inputs are the snapshot files (so ``sentrepro audit`` verifies them like downloads).
@@ -38,6 +40,7 @@ import os
 import shutil
 from pathlib import Path
 
+from sentrepro.codedeps import stale_description
 from sentrepro.data.download import (
     TRUST_ON_FIRST_USE,
     VERIFIED_BY_PIN,
@@ -144,18 +147,20 @@ def _fetch_model_locked(backbone: str, spec: dict, snapshot_dir: Path, mirror, s
     return manifest
 
 
-WRITTEN = ".written"  # in the snapshot: hard links to the MANIFEST and stamp its writer wrote
+def written_path(snapshot_dir: Path) -> Path:
+    """Where a snapshot's writer keeps hard links to the MANIFEST and stamp it wrote (next to the snapshot)."""
+    return snapshot_dir.with_name(f".{snapshot_dir.name}.written")
 
 
 def _kept(snapshot_dir: Path) -> list[tuple[Path, Path]]:
     """(output, its kept link) for MANIFEST.json and CONTENT.json."""
-    return [(snapshot_dir / name, snapshot_dir / WRITTEN / name)
+    return [(snapshot_dir / name, written_path(snapshot_dir) / name)
             for name in (MANIFEST, stamp_path(snapshot_dir / MANIFEST).name)]
 
 
 def _keep_written(snapshot_dir: Path) -> None:
-    """Link the MANIFEST and stamp just written into ``.written/`` (replacing older links)."""
-    (snapshot_dir / WRITTEN).mkdir(exist_ok=True)
+    """Link the MANIFEST and stamp just written into :func:`written_path` (replacing older links)."""
+    written_path(snapshot_dir).mkdir(exist_ok=True)
     for output, kept in _kept(snapshot_dir):
         kept.unlink(missing_ok=True)
         try:
@@ -166,8 +171,21 @@ def _keep_written(snapshot_dir: Path) -> None:
 
 def _restore_written(snapshot_dir: Path) -> None:
     """Put back a MANIFEST or stamp that was removed (Snakemake removes a job's outputs before running it)
-    from the links its writer kept; whether they still describe the snapshot is checked next."""
-    for output, kept in _kept(snapshot_dir):
+    from the links its writer kept; whether they still describe the snapshot is checked next. Not when the
+    kept MANIFEST was written by other code than this (the rule reruns when its code changes): then this
+    fetch writes a new one, so that the audit does not find the snapshot's record stale for ever."""
+    pairs = _kept(snapshot_dir)
+    if not snapshot_dir.is_dir() or pairs[0][0].exists() or not pairs[0][1].is_file():
+        return  # no snapshot (a refetch), its MANIFEST still there, or none kept
+    try:
+        recorded = read_json(pairs[0][1]).get("provenance", {}).get("code_fingerprint")
+    except (OSError, ValueError, AttributeError):
+        return
+    stale = stale_description(recorded)
+    if stale:
+        LOG.info("%s was written by other code (%s): this fetch writes a new one", pairs[0][1], stale)
+        return
+    for output, kept in pairs:
         if not output.exists() and kept.is_file():
             os.link(kept, output)
             LOG.info("%s was removed since it was written (by Snakemake before this job?): put back from %s, "
