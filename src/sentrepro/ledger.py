@@ -178,14 +178,22 @@ _PATH = re.compile(r'"path": "((?:[^"\\]|\\.)*)"')
 SHOWN = 80  # characters of a faulty line shown
 
 
+def _is_record(value) -> bool:
+    """A JSON value with the fields of a record (a loop, not all(...): this runs once per ledger line)."""
+    if not isinstance(value, dict):
+        return False
+    for key in REQUIRED:
+        if not isinstance(value.get(key), str):
+            return False
+    return True
+
+
 def _record(text: str) -> dict | None:
     try:
         record = json.loads(text)
     except json.JSONDecodeError:
         return None
-    if isinstance(record, dict) and all(isinstance(record.get(k), str) for k in REQUIRED):
-        return record
-    return None
+    return record if _is_record(record) else None
 
 
 def _fault(ledger: Path, number: int, reason: str, text: str) -> Fault:
@@ -212,29 +220,43 @@ def scan_ledger(ledger: Path) -> tuple[dict[str, dict], list[Fault]]:
     if not ledger.is_file():
         return latest, faults
     data = ledger.read_bytes()
-    lines = data.split(b"\n")
+    try:  # decoded at once (a line that is not UTF-8 makes it line by line, below)
+        lines: list = data.decode("utf-8").split("\n")
+    except UnicodeDecodeError:
+        lines = data.split(b"\n")
     for number, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        unterminated = number == len(lines)  # the last piece has no newline after it: an append cut short
-        try:
-            text = raw.decode("utf-8").strip()
-        except UnicodeDecodeError as exc:
-            faults.append(_fault(ledger, number, f"not UTF-8 ({exc.reason} at byte {exc.start})",
-                                 raw.decode("utf-8", "replace")))
-            continue
-        record = _record(text)
-        if record is None:
-            salvaged = None if unterminated else _salvaged(text)
-            if salvaged is None:
-                reason = "a torn last line (an append cut short)" if unterminated else "not a ledger record"
-                faults.append(_fault(ledger, number, reason, text))
+        try:  # the common case first: a whole record
+            record = json.loads(raw)
+        except ValueError:  # not JSON, or not UTF-8
+            record = None
+        if not _is_record(record):
+            if not raw.strip():
                 continue
-            torn, record = salvaged
-            faults.append(_fault(ledger, number, f"a torn record with a whole one glued after it (kept: "
-                                                 f"{record['path']})", torn))
+            # the last piece has no newline after it: an append cut short
+            record = _examine(ledger, number, raw, number == len(lines), faults)
+            if record is None:
+                continue
         latest[record["path"]] = {**record, "line": number}
     return latest, faults
+
+
+def _examine(ledger: Path, number: int, raw: str | bytes, unterminated: bool, faults: list[Fault]) -> dict | None:
+    """A line that is not a record: add its fault; return a whole record glued after a torn one, if any."""
+    try:
+        text = (raw if isinstance(raw, str) else raw.decode("utf-8")).strip()
+    except UnicodeDecodeError as exc:
+        faults.append(_fault(ledger, number, f"not UTF-8 ({exc.reason} at byte {exc.start})",
+                             raw.decode("utf-8", "replace")))
+        return None
+    salvaged = None if unterminated else _salvaged(text)
+    if salvaged is None:
+        reason = "a torn last line (an append cut short)" if unterminated else "not a ledger record"
+        faults.append(_fault(ledger, number, reason, text))
+        return None
+    torn, record = salvaged
+    faults.append(_fault(ledger, number, f"a torn record with a whole one glued after it (kept: {record['path']})",
+                         torn))
+    return record
 
 
 def read_ledger(ledger: Path) -> dict[str, dict]:
