@@ -1,0 +1,157 @@
+"""Config layers: which file (and line) of a stack of config files sets a key, and a profile's own overlay.
+
+A config is the base file (``config.yaml``) with overlays merged over it in order: a profile's overlay
+(``configfiles:`` in ``profiles/<name>/config.yaml``), then the user's files, then ``--config`` values.
+Mappings merge key by key and anything else is replaced, as Snakemake merges them
+(README, "Config layers"). This module keeps each layer's own mapping so that an error about a dotted
+key names the layer that set it: ``my.yaml:3: unknown config key 'methods.simcse.params.temprature'``.
+Line numbers are read (with PyYAML's composer) only when an error is rendered, so a valid config costs
+nothing more to load.
+
+It also holds the one rule about profiles: a profile's ``configfiles`` are replaced by any
+``--configfile(s)`` given on the command line (Snakemake's argument handling), which would silently plan
+the base config's experiment in place of the profile's. :func:`check_profile_kept` stops that with one line;
+``snakemake`` (workflow/rules/common.smk) and ``sentrepro check-config --profile`` both call it.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sentrepro.core import ConfigError
+
+PROFILE_FILES = ("config.yaml", "profile.yaml")  # what Snakemake reads in a profile directory (v9)
+COMMAND_LINE = "--config"  # the name of the layer of command-line values
+
+
+@dataclass
+class Layer:
+    """One config file (or the command line's ``--config`` values) and the mapping it holds."""
+
+    name: str  # the path as given, or COMMAND_LINE
+    data: dict
+    _lines: dict | None = field(default=None, repr=False)
+
+    def has(self, path: tuple) -> bool:
+        node: Any = self.data
+        for part in path:
+            if not isinstance(node, dict) or part not in node:
+                return False
+            node = node[part]
+        return True
+
+    def line(self, path: tuple) -> int | None:
+        """The 1-based line of ``path``'s key in the file, or None (no file, or YAML gives none)."""
+        if self.name == COMMAND_LINE:
+            return None
+        if self._lines is None:
+            self._lines = _key_lines(self.name)
+        return self._lines.get(tuple(path))
+
+
+class Layers:
+    """The layers of one config, lowest first; :meth:`where` names the one that set a key."""
+
+    def __init__(self, layers: list[Layer]):
+        self.layers = layers
+
+    @classmethod
+    def from_files(cls, paths, command_line: dict | None = None) -> "Layers":
+        from sentrepro.config import load_yaml
+
+        layers = [Layer(str(path), load_yaml(path)) for path in paths]
+        if command_line:
+            layers.append(Layer(COMMAND_LINE, dict(command_line)))
+        return cls(layers)
+
+    def where(self, path) -> str:
+        """``file:line`` of the last layer setting ``path`` (a tuple of keys), else of the last layer setting
+        its longest present prefix (a missing key is reported where its parent is); the top layer's name when
+        no layer has any of it."""
+        path = tuple(path)
+        for size in range(len(path), 0, -1):
+            prefix = path[:size]
+            for layer in reversed(self.layers):
+                if layer.has(prefix):
+                    line = layer.line(prefix)
+                    return layer.name if line is None else f"{layer.name}:{line}"
+        return self.layers[-1].name if self.layers else "<config>"
+
+    def locate(self, message: str, path) -> str:
+        """``message`` prefixed with :meth:`where` of ``path``."""
+        return f"{self.where(path)}: {message}"
+
+
+def _key_lines(path: str) -> dict[tuple, int]:
+    """{key path: line} of every mapping key of a YAML file (merge keys ``<<`` followed to their source)."""
+    import yaml
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            root = yaml.compose(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except (OSError, yaml.YAMLError):
+        return {}
+    lines: dict[tuple, int] = {}
+
+    def walk(node, prefix: tuple) -> None:
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                if key.tag == "tag:yaml.org,2002:merge":
+                    for source in (value.value if isinstance(value, yaml.SequenceNode) else [value]):
+                        walk(source, prefix)
+                    continue
+                here = prefix + (key.value,)
+                lines[here] = key.start_mark.line + 1  # a later key (an override of a merged one) wins
+                walk(value, here)
+
+    walk(root, ())
+    return lines
+
+
+# --- profiles -------------------------------------------------------------------------------------
+
+
+def profile_from_argv(argv: list[str], environ=os.environ) -> str | None:
+    """The ``--profile`` of a Snakemake command line (the last one given), else ``$SNAKEMAKE_PROFILE``."""
+    found = None
+    for index, word in enumerate(argv):
+        if word == "--profile" and index + 1 < len(argv):
+            found = argv[index + 1]
+        elif word.startswith("--profile="):
+            found = word.split("=", 1)[1]
+    return found or environ.get("SNAKEMAKE_PROFILE") or None
+
+
+def profile_configfiles(profile: str, base: Path) -> tuple[Path, list[Path]] | None:
+    """(the profile's YAML file, the config files it lists) for a profile directory or file given relative
+    to ``base`` (the directory the command was started in); None when ``profile`` is no such path (a named
+    profile of Snakemake's search path is not read here)."""
+    from sentrepro.config import load_yaml
+
+    where = (base / profile).resolve()
+    candidates = [where] if where.is_file() else [where / name for name in PROFILE_FILES]
+    for candidate in candidates:
+        if candidate.is_file():
+            settings = load_yaml(candidate)
+            listed = settings.get("configfiles", settings.get("configfile")) or []
+            listed = [listed] if isinstance(listed, str) else list(listed)
+            return candidate, [(base / item).resolve() for item in listed]
+    return None
+
+
+def check_profile_kept(profile: str, profile_file: Path, profile_files: list[Path], used: list[Path]) -> None:
+    """One-line ConfigError when a command line's config files left out the profile's own overlay(s).
+
+    Snakemake replaces a profile's ``configfiles`` by any given on the command line; the plan would then be
+    the base config's experiment (the papers' full matrix) with the user's change, not the profile's."""
+    used_resolved = {Path(p).resolve() for p in used}
+    dropped = [p for p in profile_files if p.resolve() not in used_resolved]
+    if not dropped:
+        return
+    shown = " ".join(os.path.relpath(p) for p in profile_files)
+    mine = " ".join(os.path.relpath(p) for p in used if Path(p).resolve() not in set(profile_files)) or "my.yaml"
+    raise ConfigError(f"{profile_file}: the profile's overlay {shown} was replaced by the --configfile(s) given; "
+                      f"list it first to add your own: --profile {profile} --configfiles {shown} {mine}")
