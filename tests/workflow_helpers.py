@@ -42,11 +42,27 @@ def tiny_overlay(shared_data: Path, tiny_models: dict[str, Path], *, experiment:
                                     "stands_in_for": "bert-base"}},
         "methods": {"simcse": {"params": {"max_steps": max_steps, "eval_steps": 2, "batch_size": 8},
                                "per_backbone": {"tiny-bert": {"batch_size": 8, "lr": 1e-4}}}},
-        "matrix": [{"backbones": ["tiny-bert"], "methods": ["simcse"], "seeds": [1]},
-                   {"backbones": ["tiny-bert"], "methods": ["frozen-avg"], "seeds": [0]}],
+        "matrix": only_blocks({"tiny-simcse": {"backbones": ["tiny-bert"], "methods": ["simcse"], "seeds": [1]},
+                               "tiny-frozen": {"backbones": ["tiny-bert"], "methods": ["frozen-avg"], "seeds": [0]}}),
         "training": {"checkpoint_every": 2},
         "evaluation": {"batch_size": 64, "sts": {"tasks": ["STSBenchmark"]}},
     }
+
+
+def base_config() -> dict:
+    """config.yaml as a mapping (the base every test overlay is merged over)."""
+    return yaml.safe_load((REPO / "config.yaml").read_text(encoding="utf-8"))
+
+
+def only_blocks(blocks: dict) -> dict:
+    """An overlay's ``matrix`` that runs exactly ``blocks``: every named block of config.yaml removed
+    (``<name>: null``), then ``blocks`` (README, "Config layers")."""
+    return {**{name: None for name in base_config()["matrix"]}, **blocks}
+
+
+def only_units(section: str, names) -> dict:
+    """An overlay's ``evaluation.<section>`` (suites or figures) that turns on exactly ``names``."""
+    return {**{name: False for name in base_config()["evaluation"][section]}, **{name: True for name in names}}
 
 
 def write_overlay(workdir: Path, overlay: dict) -> Path:
