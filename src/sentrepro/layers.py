@@ -142,7 +142,8 @@ def profile_configfiles(profile: str, base: Path) -> tuple[Path, list[Path]] | N
     return None
 
 
-def check_profile_kept(profile: str, profile_file: Path, profile_files: list[Path], used: list[Path]) -> None:
+def check_profile_kept(profile: str, profile_file: Path, profile_files: list[Path], used: list[Path],
+                       base: Path | None = None) -> None:
     """One-line ConfigError when a command line's config files left out the profile's own overlay(s).
 
     Snakemake replaces a profile's ``configfiles`` by any given on the command line; the plan would then be
@@ -151,7 +152,54 @@ def check_profile_kept(profile: str, profile_file: Path, profile_files: list[Pat
     dropped = [p for p in profile_files if p.resolve() not in used_resolved]
     if not dropped:
         return
-    shown = " ".join(os.path.relpath(p) for p in profile_files)
-    mine = " ".join(os.path.relpath(p) for p in used if Path(p).resolve() not in set(profile_files)) or "my.yaml"
-    raise ConfigError(f"{profile_file}: the profile's overlay {shown} was replaced by the --configfile(s) given; "
-                      f"list it first to add your own: --profile {profile} --configfiles {shown} {mine}")
+    base = base or Path.cwd()
+    shown = " ".join(_shown(p, base) for p in profile_files)
+    mine = " ".join(_shown(p, base) for p in used if Path(p).resolve() not in set(profile_files)) or "my.yaml"
+    raise ConfigError(f"{_shown(profile_file, base)}: configfiles: the profile's overlay {shown} was replaced by the "
+                      f"--configfile(s) given; list it first to add your own: --profile {profile} "
+                      f"--configfiles {shown} {mine}")
+
+
+def _shown(path: Path, base: Path) -> str:
+    """``path`` relative to ``base`` when it lies inside it, else as it is."""
+    relative = os.path.relpath(path, base)
+    return str(path) if relative.startswith("..") else relative
+
+
+def command_line_files(profile: str | None, configfiles: list[str] | None, base: Path) -> list[Path]:
+    """The config files ``snakemake [--profile P] [--configfiles F...]`` started in ``base`` merges, in order:
+    the Snakefile's ``config.yaml`` (beside the workflow's Snakefile), then ``F...`` or, when none are given,
+    the profile's own ``configfiles``; ConfigError (one line) when ``F...`` leave out the profile's overlay."""
+    from sentrepro.workflow_plan import PlanError, find_snakefile
+
+    try:
+        workflow_config = find_snakefile(base).parent / "config.yaml"
+    except PlanError as error:
+        raise ConfigError(str(error)) from None
+    found = profile_configfiles(profile, base) if profile else None
+    if profile and found is None:
+        raise ConfigError(f"--profile {profile}: no profile directory or file there (looked in {base})")
+    given = [(base / f).resolve() for f in configfiles or []]
+    if found is not None and given:
+        check_profile_kept(profile, found[0], found[1], given, base)
+    files = given or (found[1] if found else [])
+    return [workflow_config, *[f for f in files if f != workflow_config.resolve()]]
+
+
+def snakemake_layers(workflow, argv: list[str], environ=os.environ) -> Layers:
+    """The layers of a Snakemake run's config, after checking that a ``--profile``'s own overlay was kept.
+
+    Snakemake merges the Snakefile's ``configfile:`` (unless ``--replace-workflow-config``), then the
+    command line's ``--configfile(s)``, then ``--config`` values. A relative profile path is read from the
+    directory the command was started in (``$PWD``, which ``-d`` does not change)."""
+    settings = workflow.config_settings
+    used = [Path(p) for p in settings.configfiles]
+    profile = profile_from_argv(argv, environ)
+    if profile is not None and used:
+        base = Path(environ.get("PWD") or os.getcwd())
+        found = profile_configfiles(profile, base)
+        if found is not None and found[1]:
+            check_profile_kept(profile, found[0], found[1], used, base)
+    directive = [] if settings.replace_workflow_config else [
+        p for p in workflow.configfiles if Path(p).resolve() not in {u.resolve() for u in used}]
+    return Layers.from_files([*directive, *used], dict(settings.config) or None)
