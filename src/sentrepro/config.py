@@ -15,37 +15,18 @@ import functools
 from pathlib import Path
 from typing import Any
 
-import yaml
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from sentrepro import registry
 from sentrepro.core import ConfigError, deep_merge
 from sentrepro.evaluation.plan import check_plan
-from sentrepro.fsutil import parse_yaml
-from sentrepro.layers import Layers
+from sentrepro.layers import Layers, load_yaml  # noqa: F401 - load_yaml: read here and by callers
 
 # Package data this module reads (sentrepro.codedeps adds it to the code of every rule importing us): the
 # schema ships inside the package, so an installed sentrepro validates configs without a checkout.
 PACKAGE_DATA = ("config.schema.yaml",)
 SCHEMA_PATH = Path(__file__).resolve().parent / PACKAGE_DATA[0]
-
-
-def load_yaml(path: str | Path) -> dict:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = parse_yaml(handle) or {}
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such config file") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read this config file ({exc.strerror})") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
-        raise ConfigError(f"{where}: YAML syntax error: {getattr(exc, 'problem', None) or exc}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: the top level must be a mapping")
-    return data
 
 
 def load_config(*paths: str | Path, command_line: dict | None = None) -> dict:

@@ -21,10 +21,31 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from sentrepro.core import ConfigError
+from sentrepro.fsutil import parse_yaml
 
 PROFILE_FILES = ("config.yaml", "profile.yaml")  # what Snakemake reads in a profile directory (v9)
 COMMAND_LINE = "--config"  # the name of the layer of command-line values
+
+
+def load_yaml(path: str | Path) -> dict:
+    """A config file's mapping; ConfigError naming the file (and line of a YAML syntax error)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = parse_yaml(handle) or {}
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such config file") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read this config file ({exc.strerror})") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+        raise ConfigError(f"{where}: YAML syntax error: {getattr(exc, 'problem', None) or exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping")
+    return data
 
 
 @dataclass
@@ -60,8 +81,6 @@ class Layers:
 
     @classmethod
     def from_files(cls, paths, command_line: dict | None = None) -> "Layers":
-        from sentrepro.config import load_yaml
-
         layers = [Layer(str(path), load_yaml(path)) for path in paths]
         if command_line:
             layers.append(Layer(COMMAND_LINE, dict(command_line)))
@@ -87,8 +106,6 @@ class Layers:
 
 def _key_lines(path: str) -> dict[tuple, int]:
     """{key path: line} of every mapping key of a YAML file (merge keys ``<<`` followed to their source)."""
-    import yaml
-
     try:
         with open(path, encoding="utf-8") as handle:
             root = yaml.compose(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
@@ -129,8 +146,6 @@ def profile_configfiles(profile: str, base: Path) -> tuple[Path, list[Path]] | N
     """(the profile's YAML file, the config files it lists) for a profile directory or file given relative
     to ``base`` (the directory the command was started in); None when ``profile`` is no such path (a named
     profile of Snakemake's search path is not read here)."""
-    from sentrepro.config import load_yaml
-
     where = (base / profile).resolve()
     candidates = [where] if where.is_file() else [where / name for name in PROFILE_FILES]
     for candidate in candidates:
