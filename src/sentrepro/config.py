@@ -128,7 +128,7 @@ def _dotted(parts) -> str:
 def _fail(problems: list[tuple[tuple, str]], layers: Layers | None) -> None:
     """Raise one ConfigError with one line per problem, each prefixed by the file (and line) of its key."""
     if problems:
-        lines = [layers.locate(message, path) if layers else message for path, message in problems]
+        lines = [layers.locate(message, path) if layers and path else message for path, message in problems]
         raise ConfigError("\n".join(dict.fromkeys(lines)))
 
 
@@ -154,6 +154,7 @@ def validate(config: dict, layers: Layers | None = None) -> dict:
             problems.append((parts, f"config key '{_dotted(parts)}': {error.message}"))
     _fail(problems, layers)
     _fail(_check_references(config), layers)
+    _fail(_table_problems(config), layers)
     try:
         check_plan(_normalized(config))  # suites, figures and their sources/runs filters
     except ConfigError as error:
@@ -161,6 +162,24 @@ def validate(config: dict, layers: Layers | None = None) -> dict:
     filled = _with_defaults(config)
     _fail(_missing_required(filled), layers)
     return _normalized(filled)
+
+
+def _table_problems(config: dict) -> list[tuple[tuple, str]]:
+    """Each table of ``tables`` has a spec, and the spec is valid for this config (its suites, methods and
+    columns exist): a spec's own mistake names the spec file; an unknown table name, the config file."""
+    from sentrepro.tables.spec import SpecError, available_specs, load_spec
+
+    problems = []
+    known = available_specs()
+    for name in config.get("tables", []):
+        if name not in known:
+            problems.append((("tables",), f"tables: no table spec '{name}' (specs: {', '.join(known)})"))
+            continue
+        try:
+            load_spec(name, config["methods"])
+        except SpecError as error:
+            problems.append(((), str(error)))
+    return problems
 
 
 def _without_removed(config: dict) -> dict:
