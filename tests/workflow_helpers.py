@@ -87,11 +87,13 @@ DRY_RUN = frozenset({"-n", "--dry-run", "--dryrun", "--lint", "--list-rules", "-
 
 
 def snakemake(workdir: Path, *args: str, overlay: Path | None = None, check: bool = True, timeout: int = 900,
-              repo: Path = REPO, env: dict[str, str] | None = None, fresh: bool = False) -> subprocess.CompletedProcess:
-    """``snakemake -s <repo>/Snakefile -d <workdir> <args> --configfiles config.yaml overlay.yaml``.
+              repo: Path = REPO, env: dict[str, str] | None = None, fresh: bool = False,
+              extra=()) -> subprocess.CompletedProcess:
+    """``snakemake -s <repo>/Snakefile -d <workdir> <args> --configfiles config.yaml overlay.yaml [extra...]``.
 
     ``args`` come before ``--configfiles`` (which takes every word after it), so they may end in targets.
     ``repo``: a copy of the checkout (see :func:`copy_checkout`), whose src/ is then imported instead.
+    ``extra``: more config files after the overlay (a user's own layer, as CONTRIBUTING's "Your own experiment").
     Jobs run with :func:`fixed_thread_env`; ``env`` adds or overrides variables (e.g. a BLAS back-end).
     The jobs that load models are forked from a warm server (tests/job_server.py: the same command line, with
     torch and transformers imported once); ``fresh=True`` starts every job as its own process, for a test
@@ -99,7 +101,7 @@ def snakemake(workdir: Path, *args: str, overlay: Path | None = None, check: boo
     """
     overlay = overlay or workdir / "overlay.yaml"
     cmd = [SNAKEMAKE, "-s", str(repo / "Snakefile"), "-d", str(workdir), "--cores", "2", *args,
-           "--configfiles", str(repo / "config.yaml"), str(overlay)]
+           "--configfiles", str(repo / "config.yaml"), str(overlay), *map(str, extra)]
     env = {**os.environ, **fixed_thread_env(), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
            **(env or {})}
     if repo != REPO:
