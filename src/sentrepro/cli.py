@@ -323,13 +323,14 @@ def cmd_times(args) -> int:
 def cmd_cost(args) -> int:
     from sentrepro.config import ConfigError, load_config
     from sentrepro.cost import CostError, estimate, format_estimate
+    from sentrepro.registry import RegistryError
     from sentrepro.workflow_plan import PlanError, plan
 
     try:
         config = load_config(*args.configfiles)
         jobs = plan(args.configfiles)  # the jobs snakemake -n plans for exactly these files
         sys.stdout.write(format_estimate(estimate(config, jobs=jobs), list(args.configfiles)))
-    except (ConfigError, CostError, PlanError) as exc:
+    except (ConfigError, RegistryError, CostError, PlanError) as exc:
         print(exc, file=sys.stderr)
         return 2
     return 0
