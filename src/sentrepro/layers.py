@@ -206,15 +206,18 @@ def snakemake_layers(workflow, argv: list[str], environ=os.environ) -> Layers:
 
     Snakemake merges the Snakefile's ``configfile:`` (unless ``--replace-workflow-config``), then the
     command line's ``--configfile(s)``, then ``--config`` values. A relative profile path is read from the
-    directory the command was started in (``$PWD``, which ``-d`` does not change)."""
+    directory the command was started in: the working directory, or, when ``-d`` moved it, the shell's
+    ``$PWD``."""
     settings = workflow.config_settings
     used = [Path(p) for p in settings.configfiles]
     profile = profile_from_argv(argv, environ)
     if profile is not None and used:
-        base = Path(environ.get("PWD") or os.getcwd())
-        found = profile_configfiles(profile, base)
-        if found is not None and found[1]:
-            check_profile_kept(profile, found[0], found[1], used, base)
+        for base in dict.fromkeys([Path.cwd(), Path(environ.get("PWD") or os.getcwd())]):
+            found = profile_configfiles(profile, base)
+            if found is not None:
+                if found[1]:
+                    check_profile_kept(profile, found[0], found[1], used, base)
+                break
     directive = [] if settings.replace_workflow_config else [
         p for p in workflow.configfiles if Path(p).resolve() not in {u.resolve() for u in used}]
     return Layers.from_files([*directive, *used], dict(settings.config) or None)
