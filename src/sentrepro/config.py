@@ -77,7 +77,7 @@ def param_markers(kind: str) -> tuple[dict, dict]:
     :class:`sentrepro.train.TrainSettings` gives no default (for a kind that trains)."""
     params = registry.parameter_schema(kind)["properties"]
     defaults = {key: prop["default"] for key, prop in params.items() if isinstance(prop, dict) and "default" in prop}
-    sidecar = registry_sidecar(kind)
+    sidecar = _sidecar_of(kind)
     required = {key: f"kind '{kind}' ({sidecar})" for key, prop in params.items()
                 if isinstance(prop, dict) and prop.get("required") is True}
     if registry.method(kind).trains:
@@ -86,7 +86,8 @@ def param_markers(kind: str) -> tuple[dict, dict]:
     return defaults, required
 
 
-def registry_sidecar(kind: str) -> str:
+def _sidecar_of(kind: str) -> str:
+    """The sidecar file that defines a method kind (for an error naming it)."""
     from sentrepro import units
 
     unit = units.discover()["methods"].get(kind)
