@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.workflow_helpers import tiny_overlay
+from tests.workflow_helpers import only_blocks, only_units, tiny_overlay
 
 EXP = "wfmethods"
 SEED = 3
@@ -32,11 +32,11 @@ def methods_overlay(shared_data: Path, tiny_models: dict[str, Path]) -> dict:
     overlay["methods"]["esimcse"]["params"]["neg_size"] = 8
     overlay["methods"]["optiprompt"]["params"]["mlp"] = "linear-tanh"  # tiny models have no MLM head to copy
     overlay["methods"]["mocoutrl"]["params"].update(checkpoint_every=3, max_seq_length=64)  # tiny: 160 positions
-    overlay["matrix"] = [{"backbones": [b], "methods": [m], "seeds": [SEED]} for b, m in RUNS]
+    overlay["matrix"] = only_blocks({f"{b}-{m}": {"backbones": [b], "methods": [m], "seeds": [SEED]} for b, m in RUNS})
     overlay["data"]["sources"]["wordnet"] = {"url": "file:///usr/share/wordnet", "format": "directory"}
     overlay["views"] = {"wordnet_source": "wordnet"}
-    overlay["evaluation"]["suites"] = ["sts"]
-    overlay["evaluation"]["figures"] = []
+    overlay["evaluation"]["suites"] = only_units("suites", ["sts"])
+    overlay["evaluation"]["figures"] = only_units("figures", [])
     overlay["tables"] = []
     return overlay
 

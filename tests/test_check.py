@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sentrepro.cli import main
-from sentrepro.config import ConfigError, load_config, validate
+from sentrepro.config import ConfigError, load_config, load_yaml, validate
 from sentrepro.data.check import CheckConfigError, check_source, text_variant
 from sentrepro.data.prepare import PinMismatch, prepare
 from sentrepro.data.records import CountMismatch, DataFormatError
@@ -103,7 +103,7 @@ def test_text_variant_rules():
 
 
 def test_config_requires_a_checked_sts_source_of_the_evaluated_variant():
-    paper = load_config(REPO / "config.yaml")
+    paper = load_yaml(REPO / "config.yaml")  # the file as written: validate() takes the named (mapping) form
     paper["evaluation"]["sts"]["variant"] = "raw"
     with pytest.raises(ConfigError, match=r"evaluation\.sts\.variant: 'raw', but source 'senteval' holds the "
                                           r"'senteval' text"):

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.test_units import PLUGIN_SUITE, build_plugin
-from tests.workflow_helpers import REPO, planned_jobs, snakemake, tiny_overlay, write_overlay
+from tests.workflow_helpers import REPO, only_blocks, only_units, planned_jobs, snakemake, tiny_overlay, write_overlay
 
 pytestmark = pytest.mark.slow
 
@@ -29,9 +29,9 @@ def plugin_run(tmp_path_factory, shared_data, tiny_models):
     overlay = tiny_overlay(shared_data, tiny_models, experiment="wfplugin")
     overlay["methods"] = {"plugin-simcse": {"kind": "plugin_mean_simcse", "params": {
         "temperature": 0.05, "max_seq_length": 32, "max_steps": 4, "eval_steps": 2, "batch_size": 8, "lr": 1e-4}}}
-    overlay["matrix"] = [{"backbones": ["tiny-bert"], "methods": ["plugin-simcse"], "seeds": [1]}]
-    overlay["evaluation"]["suites"] = ["sts", "plugin_norms"]
-    overlay["evaluation"]["figures"] = []
+    overlay["matrix"] = only_blocks({"plugin": {"backbones": ["tiny-bert"], "methods": ["plugin-simcse"], "seeds": [1]}})
+    overlay["evaluation"]["suites"] = only_units("suites", ["sts", "plugin_norms"])
+    overlay["evaluation"]["figures"] = only_units("figures", [])
     overlay["evaluation"]["plugin_norms"] = {"split": "dev"}
     overlay["tables"] = []
     workdir = root / "work"

@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from tests.norms_suite import norms_suite_module, norms_suite_units
-from tests.workflow_helpers import REPO, copy_checkout, planned_jobs, snakemake, tiny_overlay, write_overlay
+from tests.workflow_helpers import REPO, copy_checkout, only_units, planned_jobs, snakemake, tiny_overlay, write_overlay
 
 pytestmark = pytest.mark.slow
 
@@ -96,8 +96,8 @@ def finished(tmp_path_factory, shared_data, tiny_models):
     root = tmp_path_factory.mktemp("extended")
     repo = _copy_with_tests(root / "checkout")
     overlay = tiny_overlay(shared_data, tiny_models, experiment="wfext")
-    overlay["evaluation"]["suites"] = ["sts"]
-    overlay["evaluation"]["figures"] = []
+    overlay["evaluation"]["suites"] = only_units("suites", ["sts"])
+    overlay["evaluation"]["figures"] = only_units("figures", [])
     overlay["tables"] = ["sts_main"]
     overlay["demo_summary"] = {"enabled": True}
     workdir = root / "work"
@@ -119,8 +119,8 @@ def extended(finished):
     overlay = yaml.safe_load((workdir / "overlay.yaml").read_text())
     overlay["methods"]["mean-simcse"] = {"kind": "mean_simcse", "params": {
         "temperature": 0.05, "max_seq_length": 32, "max_steps": 4, "eval_steps": 2, "batch_size": 8, "lr": 1e-4}}
-    overlay["matrix"].append({"backbones": ["tiny-bert"], "methods": ["mean-simcse"], "seeds": [1]})
-    overlay["evaluation"]["suites"] = ["sts", "norms"]
+    overlay["matrix"]["mean-simcse"] = {"backbones": ["tiny-bert"], "methods": ["mean-simcse"], "seeds": [1]}
+    overlay["evaluation"]["suites"]["norms"] = True
     overlay["evaluation"]["norms"] = {"split": "test", "runs": {"methods": ["mean-simcse"]}}
     write_overlay(workdir, overlay)
     plan = planned_jobs(snakemake(workdir, "-n", repo=repo))

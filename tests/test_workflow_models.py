@@ -17,7 +17,7 @@ from sentrepro.config import load_config
 from sentrepro.matrix import runs
 from tests.http_server import ServerPlan, serve
 from tests.tiny_hub import hub_files, model_bodies
-from tests.workflow_helpers import REPO, planned_jobs, snakemake, tiny_overlay, write_overlay
+from tests.workflow_helpers import REPO, only_blocks, planned_jobs, snakemake, tiny_overlay, write_overlay
 
 pytestmark = pytest.mark.slow
 
@@ -48,8 +48,8 @@ def hub_run(tmp_path_factory, shared_data, tiny_models):
     overlay["backbones"]["hub-bert"] = {"model": REPO_ID, "revision": COMMIT_A, "tokenizer": "hub-bert",
                                         "family": "bert", "stands_in_for": "roberta-base"}
     overlay["methods"]["simcse"]["per_backbone"]["hub-bert"] = {"batch_size": 8, "lr": 1e-4}
-    overlay["matrix"] = [{"backbones": ["tiny-bert", "hub-bert"], "methods": ["simcse"], "seeds": [1]},
-                         {"backbones": ["tiny-bert", "hub-bert"], "methods": ["frozen-avg"], "seeds": [0]}]
+    overlay["matrix"] = only_blocks({"simcse": {"backbones": ["tiny-bert", "hub-bert"], "methods": ["simcse"], "seeds": [1]},
+                                     "frozen": {"backbones": ["tiny-bert", "hub-bert"], "methods": ["frozen-avg"], "seeds": [0]}})
     write_overlay(workdir, overlay)
     plan = ServerPlan(files=hub_files(REPO_ID, COMMIT_A, model_bodies(tiny_models["bert"])))
     saved = os.environ.get("HF_ENDPOINT")

@@ -19,7 +19,7 @@ from sentrepro.data.clustering import CLUSTERING_SETS
 from sentrepro.data.tasks import task_names
 from sentrepro.data.fixtures.wos import DOCS_PER_VERSION
 from sentrepro import registry
-from tests.workflow_helpers import planned_jobs, snakemake, tiny_overlay, write_overlay
+from tests.workflow_helpers import only_units, planned_jobs, snakemake, tiny_overlay, write_overlay
 
 pytestmark = pytest.mark.slow
 
@@ -32,8 +32,8 @@ PROTOCOL_SUITES = ("transfer", "fewshot", "clustering", "wos")  # on the trained
 ONLY_SIMCSE = {"backbones": ["tiny-bert"], "methods": ["simcse"]}
 TRANSFER_TASKS = task_names("transfer")
 EVALUATION = {
-    "suites": list(SUITES),
-    "figures": list(FIGURES),
+    "suites": only_units("suites", SUITES),
+    "figures": only_units("figures", FIGURES),
     "transfer": {"mode": "fasttest", "max_samples": 60, "runs": ONLY_SIMCSE},
     "fewshot": {"shots": 4, "seeds": [0, 1, 2], "mode": "fasttest", "n_epochs": 5, "max_samples": 60,
                 "runs": ONLY_SIMCSE},

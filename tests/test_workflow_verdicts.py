@@ -20,7 +20,7 @@ from scipy import stats as scipy_stats
 
 from sentrepro.audit import audit_verdict
 from sentrepro.verdicts.claims import CLAIMS_PATH, load_claims
-from tests.workflow_helpers import planned_jobs, snakemake, tiny_overlay, write_overlay
+from tests.workflow_helpers import only_blocks, only_units, planned_jobs, snakemake, tiny_overlay, write_overlay
 
 pytestmark = pytest.mark.slow
 
@@ -34,11 +34,11 @@ def verdict_run(tmp_path_factory, shared_data, tiny_models):
     overlay = tiny_overlay(shared_data, tiny_models, experiment=EXP)
     small = {"max_steps": 3, "eval_steps": 3, "batch_size": 8, "lr": 1e-4}
     overlay["methods"]["promptbert"] = {"params": dict(small), "per_backbone": {"tiny-bert": dict(small)}}
-    overlay["matrix"] = [{"backbones": ["tiny-bert"], "methods": ["simcse", "promptbert"], "seeds": SEEDS},
-                         {"backbones": ["tiny-bert"], "methods": ["frozen-avg", "manual-prompt"], "seeds": [0]}]
-    overlay["evaluation"]["suites"] = ["sts"]
+    overlay["matrix"] = only_blocks({"trained": {"backbones": ["tiny-bert"], "methods": ["simcse", "promptbert"], "seeds": SEEDS},
+                                     "frozen": {"backbones": ["tiny-bert"], "methods": ["frozen-avg", "manual-prompt"], "seeds": [0]}})
+    overlay["evaluation"]["suites"] = only_units("suites", ["sts"])
     overlay["evaluation"]["sts"] = {"tasks": list(STS_TASKS)}  # the paper's 7, from the senteval mirror
-    overlay["evaluation"]["figures"] = []
+    overlay["evaluation"]["figures"] = only_units("figures", [])
     overlay["tables"] = []
     workdir = tmp_path_factory.mktemp("wf-verdicts")
     write_overlay(workdir, overlay)

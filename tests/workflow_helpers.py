@@ -42,11 +42,27 @@ def tiny_overlay(shared_data: Path, tiny_models: dict[str, Path], *, experiment:
                                     "stands_in_for": "bert-base"}},
         "methods": {"simcse": {"params": {"max_steps": max_steps, "eval_steps": 2, "batch_size": 8},
                                "per_backbone": {"tiny-bert": {"batch_size": 8, "lr": 1e-4}}}},
-        "matrix": [{"backbones": ["tiny-bert"], "methods": ["simcse"], "seeds": [1]},
-                   {"backbones": ["tiny-bert"], "methods": ["frozen-avg"], "seeds": [0]}],
+        "matrix": only_blocks({"tiny-simcse": {"backbones": ["tiny-bert"], "methods": ["simcse"], "seeds": [1]},
+                               "tiny-frozen": {"backbones": ["tiny-bert"], "methods": ["frozen-avg"], "seeds": [0]}}),
         "training": {"checkpoint_every": 2},
         "evaluation": {"batch_size": 64, "sts": {"tasks": ["STSBenchmark"]}},
     }
+
+
+def base_config() -> dict:
+    """config.yaml as a mapping (the base every test overlay is merged over)."""
+    return yaml.safe_load((REPO / "config.yaml").read_text(encoding="utf-8"))
+
+
+def only_blocks(blocks: dict) -> dict:
+    """An overlay's ``matrix`` that runs exactly ``blocks``: every named block of config.yaml removed
+    (``<name>: null``), then ``blocks`` (README, "Config layers")."""
+    return {**{name: None for name in base_config()["matrix"]}, **blocks}
+
+
+def only_units(section: str, names) -> dict:
+    """An overlay's ``evaluation.<section>`` (suites or figures) that turns on exactly ``names``."""
+    return {**{name: False for name in base_config()["evaluation"][section]}, **{name: True for name in names}}
 
 
 def write_overlay(workdir: Path, overlay: dict) -> Path:
@@ -71,11 +87,13 @@ DRY_RUN = frozenset({"-n", "--dry-run", "--dryrun", "--lint", "--list-rules", "-
 
 
 def snakemake(workdir: Path, *args: str, overlay: Path | None = None, check: bool = True, timeout: int = 900,
-              repo: Path = REPO, env: dict[str, str] | None = None, fresh: bool = False) -> subprocess.CompletedProcess:
-    """``snakemake -s <repo>/Snakefile -d <workdir> <args> --configfiles config.yaml overlay.yaml``.
+              repo: Path = REPO, env: dict[str, str] | None = None, fresh: bool = False,
+              extra=()) -> subprocess.CompletedProcess:
+    """``snakemake -s <repo>/Snakefile -d <workdir> <args> --configfiles config.yaml overlay.yaml [extra...]``.
 
     ``args`` come before ``--configfiles`` (which takes every word after it), so they may end in targets.
     ``repo``: a copy of the checkout (see :func:`copy_checkout`), whose src/ is then imported instead.
+    ``extra``: more config files after the overlay (a user's own layer, as CONTRIBUTING's "Your own experiment").
     Jobs run with :func:`fixed_thread_env`; ``env`` adds or overrides variables (e.g. a BLAS back-end).
     The jobs that load models are forked from a warm server (tests/job_server.py: the same command line, with
     torch and transformers imported once); ``fresh=True`` starts every job as its own process, for a test
@@ -83,7 +101,7 @@ def snakemake(workdir: Path, *args: str, overlay: Path | None = None, check: boo
     """
     overlay = overlay or workdir / "overlay.yaml"
     cmd = [SNAKEMAKE, "-s", str(repo / "Snakefile"), "-d", str(workdir), "--cores", "2", *args,
-           "--configfiles", str(repo / "config.yaml"), str(overlay)]
+           "--configfiles", str(repo / "config.yaml"), str(overlay), *map(str, extra)]
     env = {**os.environ, **fixed_thread_env(), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
            **(env or {})}
     if repo != REPO:

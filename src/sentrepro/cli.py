@@ -58,20 +58,35 @@ def _spec(text: str) -> dict:
 
 
 def _validated_config(paths: list[str]) -> dict | None:
-    """The config files loaded and validated, or None after printing the error (the command exits 2)."""
+    """The config files loaded and validated, or None after printing the error (the command exits 2): one
+    line per mistake, naming the file (and line) and the key; a unit sidecar's names the sidecar."""
     from sentrepro.config import ConfigError, load_config
+    from sentrepro.registry import RegistryError
 
     try:
         return load_config(*paths)
-    except ConfigError as exc:
+    except (ConfigError, RegistryError) as exc:
         print(exc, file=sys.stderr)
         return None
 
 
 def cmd_check_config(args) -> int:
+    from sentrepro.config import ConfigError
+    from sentrepro.layers import command_line_files
     from sentrepro.matrix import runs
 
-    config = _validated_config(args.configfiles)
+    paths = list(args.files)
+    if args.profile or args.configfiles is not None or not paths:  # snakemake's own spelling of the layers
+        if paths:
+            print("sentrepro check-config: give config files either as arguments or with --profile/--configfiles",
+                  file=sys.stderr)
+            return 2
+        try:
+            paths = command_line_files(args.profile, args.configfiles, Path.cwd())
+        except ConfigError as exc:
+            print(exc, file=sys.stderr)
+            return 2
+    config = _validated_config(paths)
     if config is None:
         return 2
     print(f"config OK: experiment '{config['experiment']}', {len(runs(config))} runs")
@@ -340,13 +355,14 @@ def cmd_times(args) -> int:
 def cmd_cost(args) -> int:
     from sentrepro.config import ConfigError, load_config
     from sentrepro.cost import CostError, estimate, format_estimate
+    from sentrepro.registry import RegistryError
     from sentrepro.workflow_plan import PlanError, plan
 
     try:
         config = load_config(*args.configfiles)
         jobs = plan(args.configfiles)  # the jobs snakemake -n plans for exactly these files
         sys.stdout.write(format_estimate(estimate(config, jobs=jobs), list(args.configfiles)))
-    except (ConfigError, CostError, PlanError) as exc:
+    except (ConfigError, RegistryError, CostError, PlanError) as exc:
         raise UsageError(str(exc)) from exc
     return 0
 
@@ -406,8 +422,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sentrepro", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("check-config", help="validate config files (later ones overlay earlier ones)")
-    p.add_argument("configfiles", nargs="+")
+    p = sub.add_parser("check-config", help="validate config files (later ones overlay earlier ones)",
+                       epilog="the same layers as snakemake: `sentrepro check-config --profile profiles/demo "
+                              "--configfiles profiles/demo/overlay.yaml my.yaml` checks what `snakemake` plans "
+                              "with those options (config.yaml beside the Snakefile first)")
+    p.add_argument("files", nargs="*", help="config files, in order (the first is the base, e.g. config.yaml)")
+    p.add_argument("--profile", help="a Snakemake profile directory: its configfiles, as snakemake reads them")
+    p.add_argument("--configfiles", "--configfile", nargs="+", help="overlays on config.yaml, as snakemake's")
     p.set_defaults(func=cmd_check_config)
 
     p = sub.add_parser("download", help="fetch a data source and verify its sha256",

@@ -15,14 +15,13 @@ import functools
 from pathlib import Path
 from typing import Any
 
-import yaml
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from sentrepro import registry
 from sentrepro.core import ConfigError, deep_merge
 from sentrepro.evaluation.plan import check_plan
-from sentrepro.fsutil import parse_yaml
+from sentrepro.layers import Layers, load_yaml  # noqa: F401 - load_yaml: read here and by callers
 
 # Package data this module reads (sentrepro.codedeps adds it to the code of every rule importing us): the
 # schema ships inside the package, so an installed sentrepro validates configs without a checkout.
@@ -30,29 +29,14 @@ PACKAGE_DATA = ("config.schema.yaml",)
 SCHEMA_PATH = Path(__file__).resolve().parent / PACKAGE_DATA[0]
 
 
-def load_yaml(path: str | Path) -> dict:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = parse_yaml(handle) or {}
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such config file") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read this config file ({exc.strerror})") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
-        raise ConfigError(f"{where}: YAML syntax error: {getattr(exc, 'problem', None) or exc}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: the top level must be a mapping")
-    return data
-
-
-def load_config(*paths: str | Path) -> dict:
-    """Load config files in order, each overlaying the previous one, then validate."""
+def load_config(*paths: str | Path, command_line: dict | None = None) -> dict:
+    """Load config files in order, each overlaying the previous one (then ``command_line`` values, as
+    Snakemake's ``--config``), then validate; an error names the file (and line) that set the key."""
+    layers = Layers.from_files(paths, command_line)
     config: dict = {}
-    for path in paths:
-        config = deep_merge(config, load_yaml(path))
-    return validate(config)
+    for layer in layers.layers:
+        config = deep_merge(config, layer.data)
+    return validate(config, layers)
 
 
 @functools.lru_cache(maxsize=None)
@@ -62,15 +46,70 @@ def _schema_with_registry() -> dict:
     fragments = registry.schema_fragments(scheduling)
     method = schema["properties"]["methods"]["additionalProperties"]
     method["properties"]["kind"]["enum"] = fragments["kinds"]
-    method["allOf"] = fragments["per_kind"]
+    method["allOf"] = [_without_param_markers(part) for part in fragments["per_kind"]]
     evaluation = schema["properties"]["evaluation"]["properties"]
-    evaluation["suites"]["items"]["enum"] = fragments["suites"]
-    evaluation["figures"]["items"]["enum"] = fragments["figures"]
+    for key in ("suites", "figures"):  # name -> true/false, one property per unit (an unknown name: unknown key)
+        evaluation[key]["properties"] = {name: {"type": "boolean"} for name in fragments[key]}
     for name, block in fragments["suite_blocks"].items():
         if name in evaluation:
             raise ConfigError(f"{SCHEMA_PATH.name}: evaluation.{name} is defined there and by the registry")
         evaluation[name] = block
     return schema
+
+
+def _without_param_markers(part: dict) -> dict:
+    """A kind's ``if``/``then`` fragment with ``default`` and ``required`` taken off each parameter: they are
+    filled and checked per kind (:func:`param_markers`), not by JSON schema inside a combinator."""
+    part = copy.deepcopy(part)
+    then = part["then"]["properties"]
+    for schema_ in (then["params"], then["per_backbone"]["additionalProperties"]):
+        for prop in schema_["properties"].values():
+            if isinstance(prop, dict):
+                prop.pop("default", None)
+                prop.pop("required", None)
+    return part
+
+
+@functools.lru_cache(maxsize=None)
+def param_markers(kind: str) -> tuple[dict, dict]:
+    """(defaults, required) of a kind's ``params``: ``{key: default}`` from ``default:`` in its sidecar, and
+    ``{key: where it is required}`` from ``required: true`` there, plus the training loop's keys that
+    :class:`sentrepro.train.TrainSettings` gives no default (for a kind that trains)."""
+    params = registry.parameter_schema(kind)["properties"]
+    defaults = {key: prop["default"] for key, prop in params.items() if isinstance(prop, dict) and "default" in prop}
+    sidecar = _sidecar_of(kind)
+    required = {key: f"kind '{kind}' ({sidecar})" for key, prop in params.items()
+                if isinstance(prop, dict) and prop.get("required") is True}
+    if registry.method(kind).trains:
+        for key in training_loop_required():
+            required.setdefault(key, "the training loop (sentrepro.train.TrainSettings)")
+    return defaults, required
+
+
+def _sidecar_of(kind: str) -> str:
+    """The sidecar file that defines a method kind (for an error naming it)."""
+    from sentrepro import units
+
+    unit = units.discover()["methods"].get(kind)
+    return str(unit.sidecar) if unit is not None else "?"
+
+
+@functools.lru_cache(maxsize=None)
+def training_loop_required() -> tuple[str, ...]:
+    """The method params the training loop cannot run without: the fields of ``TrainSettings`` (train.py) that
+    a method sets (``METHOD_PARAMS``) and that have no default. Read from the source with ``ast`` (the plan
+    imports no torch), so the loop's own definition is the one place this is written."""
+    import ast
+
+    tree = ast.parse((Path(__file__).resolve().parent / "train.py").read_text(encoding="utf-8"))
+    fields, method_params = [], ()
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == "TrainSettings":
+            fields = [item.target.id for item in node.body
+                      if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.value is None]
+        elif isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "METHOD_PARAMS" for t in node.targets):
+            method_params = ast.literal_eval(node.value)
+    return tuple(key for key in fields if key in method_params)
 
 
 def schema() -> dict:
@@ -79,64 +118,154 @@ def schema() -> dict:
     return copy.deepcopy(_schema_with_registry())
 
 
-def _key_path(error) -> str:
-    parts = [str(p) for p in error.absolute_path]
-    return ".".join(parts) if parts else "<top level>"
+def _key_parts(error) -> tuple:
+    return tuple(str(p) for p in error.absolute_path)
 
 
-def validate(config: dict) -> dict:
-    """Validate ``config`` against the schema and the cross references; fill schema defaults.
+def _dotted(parts) -> str:
+    return ".".join(map(str, parts)) if parts else "<top level>"
 
-    Raises ConfigError naming the offending key, e.g. ``methods.simcse.params.lerning_rate``.
+
+def _fail(problems: list[tuple[tuple, str]], layers: Layers | None) -> None:
+    """Raise one ConfigError with one line per problem, each prefixed by the file (and line) of its key."""
+    if problems:
+        lines = [layers.locate(message, path) if layers and path else message for path, message in problems]
+        raise ConfigError("\n".join(dict.fromkeys(lines)))
+
+
+def validate(config: dict, layers: Layers | None = None) -> dict:
+    """Validate ``config`` against the schema and the cross references; fill defaults; return the config in
+    the form the workflow reads (:func:`_normalized`).
+
+    Raises ConfigError, one line per problem, naming the offending key (e.g.
+    ``unknown config key 'methods.simcse.params.lerning_rate'``), prefixed by the file and line that set it
+    when ``layers`` says where each key came from (:class:`sentrepro.layers.Layers`).
     """
+    config = _without_removed(config)
     validator = Draft202012Validator(_schema_with_registry())
     errors = sorted(validator.iter_errors(config), key=lambda e: list(e.absolute_path))
-    if errors:
-        messages = []
-        for error in errors[:10]:
-            error = best_match([error])
-            key = _key_path(error)
-            if error.validator == "additionalProperties":
-                unknown = sorted(set(error.instance) - set(error.schema.get("properties", {})))
-                for name in unknown:
-                    full = f"{key}.{name}" if key != "<top level>" else name
-                    messages.append(f"unknown config key '{full}'")
-            else:
-                messages.append(f"config key '{key}': {error.message}")
-        raise ConfigError("invalid configuration:\n  " + "\n  ".join(messages))
-    _check_references(config)
-    check_plan(config)  # suites, figures and their sources/runs filters
-    return _with_defaults(config)
+    problems: list[tuple[tuple, str]] = []
+    for error in errors[:10]:
+        error = best_match([error])
+        parts = _key_parts(error)
+        if error.validator == "additionalProperties":
+            for name in sorted(set(error.instance) - set(error.schema.get("properties", {}))):
+                problems.append((parts + (name,), f"unknown config key '{_dotted(parts + (name,))}'"))
+        else:
+            problems.append((parts, f"config key '{_dotted(parts)}': {error.message}"))
+    _fail(problems, layers)
+    _fail(_check_references(config), layers)
+    _fail(_table_problems(config), layers)
+    try:
+        check_plan(_normalized(config))  # suites, figures and their sources/runs filters
+    except ConfigError as error:
+        _fail([(_leading_key(line), line) for line in _problem_lines(error)], layers)
+    filled = _with_defaults(config)
+    _fail(_missing_required(filled), layers)
+    return _normalized(filled)
 
 
-def _check_references(config: dict) -> None:
+def _table_problems(config: dict) -> list[tuple[tuple, str]]:
+    """Each table of ``tables`` has a spec, and the spec is valid for this config (its suites, methods and
+    columns exist): a spec's own mistake names the spec file; an unknown table name, the config file."""
+    from sentrepro.tables.spec import SpecError, available_specs, load_spec
+
+    problems = []
+    known = available_specs()
+    for name in config.get("tables", []):
+        if name not in known:
+            problems.append((("tables",), f"tables: no table spec '{name}' (specs: {', '.join(known)})"))
+            continue
+        try:
+            load_spec(name, config["methods"])
+        except SpecError as error:
+            problems.append(((), str(error)))
+    return problems
+
+
+def _without_removed(config: dict) -> dict:
+    """``config`` without the matrix blocks an overlay removed (``matrix: {<block>: null}``)."""
+    matrix = config.get("matrix")
+    if not isinstance(matrix, dict) or all(block is not None for block in matrix.values()):
+        return config
+    return {**config, "matrix": {name: block for name, block in matrix.items() if block is not None}}
+
+
+def _normalized(config: dict) -> dict:
+    """The config as the workflow reads it: the named matrix blocks as a list in file order, and
+    ``evaluation.suites`` / ``figures`` as the list of names set to true. (The files name them so that an
+    overlay can add, change or remove one; README, "Config layers".)"""
+    out = dict(config)
+    out["matrix"] = list(config["matrix"].values())
+    evaluation = out.get("evaluation")
+    if isinstance(evaluation, dict):
+        out["evaluation"] = dict(evaluation)
+        for key in ("suites", "figures"):
+            if isinstance(evaluation.get(key), dict):
+                out["evaluation"][key] = [name for name, on in evaluation[key].items() if on]
+    return out
+
+
+def _problem_lines(error: ConfigError) -> list[str]:
+    lines = [line.strip() for line in str(error).splitlines()]
+    return [line for line in lines if line and line != "invalid configuration:"]
+
+
+def _leading_key(line: str) -> tuple:
+    """The dotted key a problem line starts with (``evaluation.suites: ...``), as a key path."""
+    head = line.split(":", 1)[0].split(" ", 1)[0]
+    return tuple(head.split(".")) if head else ()
+
+
+def _missing_required(config: dict) -> list[tuple[tuple, str]]:
+    """A required parameter (sidecar ``required: true``, or the training loop's) missing from a method the
+    matrix runs, for a backbone it runs on (``params`` with that backbone's ``per_backbone``)."""
+    problems = []
+    used: dict[str, list[str]] = {}
+    for block in config["matrix"].values():
+        for method in block["methods"]:
+            used.setdefault(method, []).extend(b for b in block["backbones"] if b not in used.get(method, []))
+    for method, backbones in used.items():
+        spec = config["methods"][method]
+        _defaults, required = param_markers(spec["kind"])
+        for key, by in required.items():
+            lacking = [b for b in backbones if key not in {**spec["params"], **spec.get("per_backbone", {}).get(b, {})}]
+            if lacking:
+                problems.append((("methods", method, "params"),
+                                 f"methods.{method}.params.{key}: missing, required by {by}"
+                                 + (f" (for backbone {', '.join(lacking)})" if len(lacking) < len(backbones) else "")))
+    return problems
+
+
+def _check_references(config: dict) -> list[tuple[tuple, str]]:
     problems = []
     sources = config["data"]["sources"]
     backbones = config["backbones"]
     methods = config["methods"]
     if config["corpus"]["source"] not in sources:
-        problems.append(f"corpus.source: unknown source '{config['corpus']['source']}'")
+        problems.append((("corpus", "source"), f"corpus.source: unknown source '{config['corpus']['source']}'"))
     for name, method in methods.items():
         for backbone in method.get("per_backbone", {}):
             if backbone not in backbones:
-                problems.append(f"methods.{name}.per_backbone.{backbone}: unknown backbone")
-    for index, block in enumerate(config["matrix"]):
+                problems.append((("methods", name, "per_backbone", backbone),
+                                 f"methods.{name}.per_backbone.{backbone}: unknown backbone"))
+    for index, block in config["matrix"].items():
         for backbone in block["backbones"]:
             if backbone not in backbones:
-                problems.append(f"matrix[{index}].backbones: unknown backbone '{backbone}'")
+                problems.append((("matrix", index, "backbones"),
+                                 f"matrix.{index}.backbones: unknown backbone '{backbone}'"))
         for method in block["methods"]:
             if method not in methods:
-                problems.append(f"matrix[{index}].methods: unknown method '{method}'")
+                problems.append((("matrix", index, "methods"), f"matrix.{index}.methods: unknown method '{method}'"))
     for key in ("dev_source",):
         value = config.get("training", {}).get(key)
         if value is not None and value not in sources:
-            problems.append(f"training.{key}: unknown source '{value}'")
-    problems += _data_source_problems(config)
+            problems.append((("training", key), f"training.{key}: unknown source '{value}'"))
+    problems += [(_leading_key(line), line) for line in _data_source_problems(config)]
     from sentrepro.pretrained.names import backbone_problems  # Hub id or local model; revision pins Hub ids only
 
-    problems += backbone_problems(backbones)
-    if problems:
-        raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))
+    problems += [(_leading_key(line), line) for line in backbone_problems(backbones)]
+    return problems
 
 
 def _data_source_problems(config: dict) -> list[str]:
@@ -175,6 +304,10 @@ def _with_defaults(config: dict) -> dict:
     schema = _schema_with_registry()
     config = copy.deepcopy(config)
     _fill_defaults(config, schema, schema)
+    for spec in config["methods"].values():  # a kind's `default:` params (recorded in every slice of the run)
+        defaults, _required = param_markers(spec["kind"])
+        for key, value in defaults.items():
+            spec["params"].setdefault(key, copy.deepcopy(value))
     return config
 
 

@@ -268,7 +268,7 @@ def interrupted_run(slurm_cluster, local_run, tiny_config, tiny_models, tmp_path
     overlay["backbones"]["tiny-bert-corrupt"] = {**overlay["backbones"]["tiny-bert"], "model": str(corrupt)}
     per_backbone = overlay["methods"]["simcse"]["per_backbone"]
     per_backbone["tiny-bert-corrupt"] = dict(per_backbone["tiny-bert"])
-    overlay["matrix"].append({"backbones": ["tiny-bert-corrupt"], "methods": ["simcse"], "seeds": [1]})
+    overlay["matrix"]["corrupt"] = {"backbones": ["tiny-bert-corrupt"], "methods": ["simcse"], "seeds": [1]}
     write_overlay(workdir, overlay)
 
     started = StartedWorkflow(workdir, slurm_args("--keep-going"),

@@ -14,12 +14,15 @@ from sentrepro import registry
 from sentrepro.config import validate
 from sentrepro.core import ConfigError, Run, canonical_json
 from sentrepro.integrity import refresh_stamp, stamp_path
+from sentrepro.layers import snakemake_layers
 from sentrepro.ledger import STORE_ENV
 from sentrepro.matrix import runs
+from sentrepro.registry import RegistryError
 
-try:
-    _validated = validate(config)
-except ConfigError as error:
+try:  # every config mistake is one line naming its file (and line) and key; a sidecar's names the sidecar
+    _layers = snakemake_layers(workflow, sys.argv)
+    _validated = validate(config, _layers)
+except (ConfigError, RegistryError) as error:
     raise WorkflowError(str(error))
 config.clear()
 config.update(_validated)
