@@ -67,6 +67,12 @@ def test_audit_reaches_the_exported_files(exported_workflow, tmp_path, monkeypat
     weights.write_bytes(bytes(data))
     report = audit_export(copy)
     assert not report.ok and any(weights.name in p for p in report.problems)
+    assert any("sts_main.csv" in line for line in audit_export(folder).lines)  # the card's chain: the tables
+    card = tmp_path / "card"
+    shutil.copytree(folder, card)
+    (card / "README.md").write_text((card / "README.md").read_text() + "edited\n")
+    report = audit_export(card)  # the card is verified like the weights (its own record)
+    assert not report.ok and any("README.md" in p for p in report.problems)
 
 
 def test_exported_weights_are_links_to_the_run_and_the_snapshot_not_copies(exported_workflow):
@@ -117,3 +123,14 @@ def test_editing_one_methods_code_plans_no_weights_export_of_another_run(exporte
     assert exports == {("esimcse", "seed1")}  # its own run's weights only, no export of simcse or frozen-avg
     # the light cards quote the rebuilt tables
     assert cards == {("esimcse", "seed1"), ("simcse", "seed1"), ("frozen-avg", "frozen")}
+
+
+def test_changing_the_resume_state_policy_reruns_nothing(exported_workflow, tmp_path):
+    import yaml
+
+    workdir = tmp_path / "work"
+    shutil.copytree(exported_workflow, workdir, symlinks=True)
+    overlay = yaml.safe_load((workdir / "overlay.yaml").read_text())
+    overlay["training"]["keep_resume_state"] = True  # what a finished job leaves on disk, never its result
+    write_overlay(workdir, overlay)
+    assert planned_jobs(snakemake(workdir, "-n")) == {}
