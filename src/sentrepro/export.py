@@ -33,7 +33,6 @@ the ones the STS table scored (for other sentences, this fixed kernel, not a ref
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 import os
