@@ -327,7 +327,7 @@ def test_two_concurrent_fetches_of_one_model_into_a_shared_resources_both_succee
             assert {e["path"] for e in snapshot.files} >= {"config.json", "model.safetensors"}
             leftovers = [p.name for p in out_dir.parent.iterdir() if p.name.endswith((".incoming", ".lock"))]
             assert leftovers == [] and sorted(p.name for p in out_dir.parent.iterdir()) == [
-                ".unpinned.lock.json", "unpinned"]
+                ".unpinned.lock.json", ".unpinned.written", "unpinned"]
 
 
 # --- 6. errors in the user's words ------------------------------------------------------------------------

@@ -27,6 +27,13 @@ from sentrepro.stats import (
     magnitude_position,
     minimum_detectable_difference,
     one_sample_interval,
+    one_sample_intervals,
+    item_bootstrap_against_constant,
+    exact_difference,
+    spread_factor,
+    variance_ratio_interval,
+    minimum_detectable_spread_difference,
+    seed_intervals,
     standard_error,
 )
 
@@ -100,6 +107,19 @@ def test_paired_bootstrap_scores_every_seed_and_applies_the_seed_statistic():
     assert result.estimate == pytest.approx(np.mean(per_seed) - 100 * scipy_stats.spearmanr(b, gold).statistic)
 
 
+def test_item_bootstrap_against_a_constant_matches_a_hand_loop_with_scipy():
+    a, _, gold = _paired_sample(n=30, seed=4)
+    got = item_bootstrap_against_constant({"T": (a[None, :], gold)}, "mean", 50.0, n_resamples=300, seed=7)
+    draws = np.random.default_rng(7).integers(0, 30, size=(300, 30))
+    hand = [100 * scipy_stats.spearmanr(a[d], gold[d]).statistic - 50.0 for d in draws]
+    assert (got.low, got.high) == pytest.approx(tuple(np.quantile(hand, [0.025, 0.975])), abs=1e-9)
+    assert got.estimate == pytest.approx(100 * scipy_stats.spearmanr(a, gold).statistic - 50.0)
+    flipped = item_bootstrap_against_constant({"T": (a[None, :], gold)}, "mean", 50.0, constant_first=True,
+                                              n_resamples=300, seed=7)
+    assert (flipped.low, flipped.high) == pytest.approx((-got.high, -got.low))
+    assert exact_difference(0.4445, 0.1465, "why").low == pytest.approx(0.298)
+
+
 def test_welch_interval_hand_worked():
     # A = 80 82 84 86: mean 83, sample var 20/3; B = 76 78 80 82: mean 79, var 20/3.
     # se = sqrt(20/3/4 + 20/3/4) = sqrt(10/3) = 1.825742; Welch df = (2 v)^2 / (2 v^2 / 3) = 6;
@@ -115,12 +135,74 @@ def test_welch_interval_hand_worked():
     assert (got.low, got.high) == pytest.approx((reference.low, reference.high), abs=1e-9)
 
 
-def test_seed_interval_uses_welch_for_means_from_three_seeds_and_the_bootstrap_below():
-    assert seed_interval([1, 2, 3], [0, 1, 2], "mean").method == "welch-t"
-    small = seed_interval([1, 2], [0, 1], "mean")
-    assert small.method == "seed-bootstrap" and "few seeds" in small.detail
-    assert seed_interval([1, 2, 3], [0, 1, 2], "best").method == "seed-bootstrap"
-    assert seed_interval([1], [0, 1, 2], "mean") is None
+def test_seed_intervals_need_three_seeds_and_gate_best_of_n_by_the_means():
+    assert [i.method for i in seed_intervals([1, 2, 3], [0, 1, 2], "mean")] == ["welch-t"]
+    assert [i.method for i in seed_intervals([1, 2, 3], [0, 1, 2], "best")] == ["seed-bootstrap", "welch-t"]
+    assert [i.method for i in seed_intervals([1, 2, 3], [0, 1, 4], "std")] == ["seed-bootstrap", "variance-ratio-f"]
+    assert seed_intervals([1, 2], [0, 1], "mean") == [] and seed_interval([1, 2], [0, 1], "mean") is None
+    assert seed_intervals([1, 2, 3], [0, 1], "best") == []
+    assert [i.method for i in one_sample_intervals([1, 2, 3], 0.0, "best")] == ["one-sample-bootstrap",
+                                                                                "one-sample-t"]
+    assert one_sample_intervals([1, 2], 0.0, "mean") == []
+
+
+# --- the rule as implemented: its false-"holds" rate and its power, simulated --------------------------
+
+SEED_COUNTS = (2, 3, 4, 5, 10)          # every seed count config.yaml and its overlays produce
+SIM_REPS, SIM_RESAMPLES = 1000, 1000
+
+
+def _holds_rate(n: int, statistic: str, shift: float, reps: int = SIM_REPS, seed: int = 11, *,
+                direction: str = "greater", scale: float = 1.0) -> float:
+    """How often seed_intervals + verdict say the claim holds for n seeds per side, a = b + shift with a's
+    sd ``scale`` (b's 1)."""
+    rng = np.random.default_rng(seed)
+    held = 0
+    for _ in range(reps):
+        a, b = rng.normal(shift, scale, n), rng.normal(0.0, 1.0, n)
+        held += verdict(seed_intervals(a, b, statistic, n_resamples=SIM_RESAMPLES, seed=0), direction) == HOLDS
+    return held / reps
+
+
+@pytest.mark.parametrize("statistic", ["mean", "best"])
+@pytest.mark.parametrize("n", SEED_COUNTS)
+def test_false_holds_rate_at_no_true_difference_is_at_most_the_stated_one_tail(n, statistic):
+    # the stated rate is one tail of the 95% interval, 2.5 %; allow two Monte Carlo standard errors
+    nominal = 0.025
+    allowed = nominal + 2 * np.sqrt(nominal * (1 - nominal) / SIM_REPS)
+    rate = _holds_rate(n, statistic, 0.0)
+    assert rate <= allowed, f"{statistic} of {n} seeds: false 'holds' {rate:.3f} > {allowed:.3f}"
+
+
+@pytest.mark.parametrize("statistic", ["std", "range"])
+@pytest.mark.parametrize("n", [4, 10])
+def test_false_holds_rate_of_a_spread_claim_at_equal_spreads(n, statistic):
+    # PromptBERT Knowl 9's stability claims: "a's std (range) over seeds is smaller than b's"
+    nominal = 0.025
+    allowed = nominal + 2 * np.sqrt(nominal * (1 - nominal) / SIM_REPS)
+    rate = _holds_rate(n, statistic, 0.0, direction="less")
+    assert rate <= allowed, f"{statistic} of {n} seeds: false 'holds' {rate:.3f} > {allowed:.3f}"
+
+
+@pytest.mark.parametrize("statistic", ["mean", "best"])
+@pytest.mark.parametrize("n", [4, 10])          # the paper config's seed counts of trained sides
+def test_a_true_difference_of_two_stds_is_found_most_of_the_time(n, statistic):
+    assert _holds_rate(n, statistic, 2.0, reps=400) > 0.5
+
+
+def test_the_paper_s_own_stability_gap_is_found_at_ten_seeds():
+    # PromptBERT's std 0.15 against SimCSE's 0.86 over 10 seeds (promptbert-paper.txt:202-203)
+    assert _holds_rate(10, "std", 0.0, reps=300, direction="less", scale=0.15 / 0.86) > 0.8
+
+
+def test_variance_ratio_interval_matches_scipy_f():
+    a, b = [78.4, 78.6, 78.5, 78.8, 78.3], [75.0, 76.6, 73.5, 75.9, 74.2]
+    got = variance_ratio_interval(a, b)
+    ratio = np.var(a, ddof=1) / np.var(b, ddof=1)
+    low, high = ratio / scipy_stats.f.ppf(0.975, 4, 4), ratio / scipy_stats.f.ppf(0.025, 4, 4)
+    assert (got.low, got.high) == pytest.approx((0.5 * np.log(low), 0.5 * np.log(high)))
+    assert got.high < 0 and verdict([got], "less") == HOLDS
+    assert variance_ratio_interval([1, 1, 1], [0, 1, 2]).excludes_zero() == 0      # no spread: decides nothing
 
 
 def test_seed_bootstrap_against_scipy_bootstrap_of_independent_samples():
@@ -221,6 +303,19 @@ def test_minimum_detectable_difference_has_the_stated_power():
     assert one == pytest.approx((scipy_stats.t.ppf(0.975, 9) + scipy_stats.t.ppf(0.8, 9)) / np.sqrt(10))
     assert minimum_detectable_difference(1.0, 1, 1.0, 4) is None               # a 1-seed trained side
     assert minimum_detectable_difference(0.0, None, 0.0, None) == 0.0
+
+
+def test_spread_factors_match_a_simulation_and_the_control_chart_table():
+    draws = np.random.default_rng(9).standard_normal((100_000, 10))
+    assert spread_factor("std", 10) == pytest.approx(draws.std(axis=1).std(), rel=0.02)
+    assert spread_factor("range", 10) == pytest.approx(0.797, abs=0.005)      # d3(10), tabulated
+    assert spread_factor("range", 4) == pytest.approx(0.880, abs=0.005)       # d3(4)
+    # PromptBERT Knowl 9: stds 0.86 (SimCSE) and 0.15 over 10 seeds: the stds' own MDD, not the means'
+    sd = lambda pop: pop * np.sqrt(10 / 9)                                    # noqa: E731 (population -> sample)
+    mdd = minimum_detectable_spread_difference("std", sd(0.15), 10, sd(0.86), 10)
+    z = scipy_stats.norm.ppf(0.975) + scipy_stats.norm.ppf(0.8)
+    assert mdd == pytest.approx(z * np.hypot(spread_factor("std", 10) * sd(0.15), spread_factor("std", 10) * sd(0.86)))
+    assert mdd < minimum_detectable_difference(sd(0.15), 10, sd(0.86), 10)
 
 
 def test_equivalence_margin_and_at_least_claims():

@@ -18,7 +18,8 @@ from sentrepro.audit import audit_cell
 from sentrepro.fsutil import sha256_file
 from sentrepro.tables.aggregate import best_seed, lowest_seeds, summarize
 from sentrepro.tables.build import MetricsError, build_table
-from sentrepro.tables.render import caption_paragraphs, to_csv, to_latex, to_markdown, to_seeds_csv, write_outputs
+from sentrepro.tables.render import (caption_paragraphs, to_csv, to_html, to_latex, to_markdown, to_seeds_csv,
+                                     write_outputs)
 from sentrepro.tables.reported import ReportedError, load_reported
 from sentrepro.tables.spec import SpecError, available_specs, load_spec, spec_methods, validate_spec
 
@@ -131,6 +132,18 @@ def test_a_stand_in_backbone_fills_the_paper_rows_and_says_so(tmp_path):
     rows = {c.row for c in result.cells if c.value is not None}
     assert rows == {"BERT-base SimCSE [minilm in place of bert-base]"}
     assert result.stand_ins == {"minilm": ["bert-base"]}
+
+
+def test_a_stand_in_row_shows_the_paper_as_context_and_no_delta_in_any_format(tmp_path):
+    files = [write_metrics(tmp_path, "minilm", "simcse", 42, "sts", sts_results([61.46] * 7))]
+    result = build_table(full_spec(tmp_path), files, {"minilm": {"stands_in_for": "bert-base"}})
+    cells = [c for c in result.cells if c.stand_in and c.value is not None and c.reported is not None]
+    assert cells and all(c.delta is None for c in cells)
+    paragraphs = caption_paragraphs(result, "", "x", "mini.csv")
+    for text in (to_markdown(result, paragraphs), to_html(result, paragraphs)):
+        row = text.split("[minilm in place of bert-base]")[1].split("</tr>")[0].splitlines()[0]
+        assert not any(f"Δ {sign}" in row for sign in "+-−") and "stand-in, no Δ" in row
+    assert r"$\Delta$" not in to_latex(result, []).split("[minilm in place of bert-base]")[1].splitlines()[0]
 
 
 def test_a_real_backbone_wins_over_a_stand_in(tmp_path):

@@ -126,3 +126,23 @@ def test_a_truncated_last_checkpoint_is_moved_aside_and_training_starts_again_re
     log = copy / "results/wftest/logs/train/tiny-bert/simcse/seed1.log"
     assert "cannot be read" in log.read_text() and "moved aside" in log.read_text()
     assert os.path.exists(copy / SIMCSE / "last" / "trainer_state.pt")
+
+
+def test_a_torn_ledger_line_loses_no_later_record_and_the_audit_names_it_and_passes(copy):
+    """Issue 36: half a record appended with no newline (a crash or a full disk mid-append); the next job's
+    record is whole, and the audit of the cell passes, naming the torn line in one line."""
+    book = copy / "results" / "wftest" / "ledger.jsonl"
+    torn = b'{"bytes": 10210, "command": "table", "host": "vm", "path": "results/wftest/tables/sts_m'
+    torn_at = len(book.read_bytes().splitlines()) + 1
+    with open(book, "ab") as handle:
+        handle.write(torn)
+    snakemake(copy, "-f", str(TABLE))  # the next job: it appends its records after the torn line
+    lines = book.read_bytes().splitlines()
+    assert lines[torn_at - 1] == torn  # the torn line was ended, not continued
+    records = [json.loads(line) for line in lines[torn_at:]]  # each of the next job's records whole
+    assert {r["command"] for r in records} == {"table"} and str(TABLE) in {r["path"] for r in records}
+    audit = _audit(copy)
+    assert audit.returncode == 0, audit.stdout + audit.stderr
+    (named,) = [line for line in audit.stdout.splitlines() if "ledger line skipped" in line]
+    assert f"results/wftest/ledger.jsonl:{torn_at}:" in named and "could read: '{\"bytes\": 10210" in named
+    assert "Traceback" not in audit.stderr

@@ -22,7 +22,10 @@ Each link is also checked against the experiment's append-only ledger (:mod:`sen
 bytes must be those its job wrote. A metrics file edited after its job is named as such even after a table
 was rebuilt from it (the cell then records the edited hash, which the ledger does not); a metrics file or
 table no job of an existing ledger wrote is named too. A tree without a ledger (written before ledgers, or
-by hand) is checked against recorded hashes only, and the audit says so.
+by hand) is checked against recorded hashes only, and the audit says so. A link in a shared store (a
+``resources_dir`` outside the project) is checked against the store's own ledger. A ledger line that is not
+a record (torn by a crash mid-append, or unparsable) is skipped and named in one line (file:line, what could
+be read of it); the audit goes on with every other line, and such a line alone does not fail it.
 """
 
 from __future__ import annotations
@@ -57,7 +60,8 @@ class AuditReport:
         verdict = (f"OK: {self.checked} files verified" if self.ok else
                    f"FAILED: {len(self.problems)} of {self.checked} files changed or missing:\n  "
                    + "\n  ".join(self.problems))
-        return "\n".join(self.lines + ["", verdict]) + "\n"
+        skipped = [f"ledger line skipped: {fault.describe()}" for fault in self.ledger.faults]
+        return "\n".join(self.lines + skipped + ["", verdict]) + "\n"
 
 
 def find_cell(csv_path: Path, row: str, column: str) -> dict:
@@ -112,8 +116,9 @@ def _check_ledger(path: Path, actual: str, report: AuditReport, indent: str, *, 
         return True
     if entry is None:
         if required:
-            report.lines.append(f"{indent}  · NOT IN LEDGER: no job recorded writing {path} in {ledger}")
-            report.problems.append(f"{path} (no job of {ledger} wrote it)")
+            report.lines.append(f"{indent}  · NOT IN LEDGER: no job recorded writing {path} in {ledger}"
+                                + _torn_hint(path, report))
+            report.problems.append(f"{path} (no job of {ledger} wrote it{_torn_hint(path, report)})")
             return False
         return True
     if entry["sha256"] != actual:
@@ -125,6 +130,12 @@ def _check_ledger(path: Path, actual: str, report: AuditReport, indent: str, *, 
     report.lines.append(f"{indent}  · as written by `sentrepro {entry['command']}` at {entry['time']} "
                         f"({ledger}:{entry['line']})")
     return True
+
+
+def _torn_hint(path: Path, report: AuditReport) -> str:
+    """Where the ledger line of ``path`` may have been: skipped lines that were recording it."""
+    lines = [f"{fault.ledger}:{fault.line}" for fault in report.ledger.faults_naming(path)]
+    return f"; its line may be the skipped {', '.join(lines)}" if lines else ""
 
 
 def _describe(prov: dict) -> str:
@@ -277,8 +288,8 @@ def _metrics_in_ledger(path: Path, digest: str, report: AuditReport) -> bool:
     if ledger is None or not ledger.is_file():
         return True
     if entry is None:
-        report.lines.append(f"  · NOT IN LEDGER: no job recorded writing {path} in {ledger}")
-        report.problems.append(f"{path} (no job of {ledger} wrote it)")
+        report.lines.append(f"  · NOT IN LEDGER: no job recorded writing {path} in {ledger}" + _torn_hint(path, report))
+        report.problems.append(f"{path} (no job of {ledger} wrote it{_torn_hint(path, report)})")
         return False
     if entry["sha256"] != digest:
         report.problems.append(f"table cell built from an edited {path}: it records sha256 {digest}, its job "

@@ -2,6 +2,11 @@
 
 Rules pass the config slice they depend on as a JSON string (``--spec``), so a job's behaviour is
 fully determined by its command line and inputs; the same commands work by hand for debugging.
+
+Exit codes, the same for every subcommand (:func:`main`, so a new subcommand gets them without a line of
+its own): 0 done; 1 the job's outcome (a file failing its recorded hash, a non-finite result, a full
+disk); 2 a mistake of the user's (a broken or incomplete ``--spec``, a missing input file, an unknown
+name, a config error), reported as one line ``sentrepro <command>: <what>``; 3 stopped as asked.
 """
 
 from __future__ import annotations
@@ -11,6 +16,10 @@ import json
 import os
 import sys
 from pathlib import Path
+
+
+class UsageError(Exception):
+    """A mistake in what the user asked for (arguments, --spec): :func:`main` prints it as one line, exit 2."""
 
 
 class MissingSpecKey(KeyError):
@@ -41,9 +50,12 @@ def _spec_tree(value, where: str = ""):
 
 def _spec(text: str) -> dict:
     try:
-        return _spec_tree(json.loads(text))
+        value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise SystemExit(f"--spec is not valid JSON: {exc}") from exc
+        raise UsageError(f"--spec is not valid JSON: {exc}") from exc
+    if not isinstance(value, dict):
+        raise UsageError(f"--spec must be a JSON object, not {type(value).__name__}: {text[:60]}")
+    return _spec_tree(value)
 
 
 def _validated_config(paths: list[str]) -> dict | None:
@@ -93,20 +105,34 @@ def cmd_download(args) -> int:
 
 
 def cmd_fetch_model(args) -> int:
+    import logging
+    import os
+    import socket
+
     from sentrepro.data.download import DownloadError, FetchSettings
     from sentrepro.data.sources import SourceError
+    from sentrepro.ledger import declare_store
     from sentrepro.pretrained.fetch import fetch_model
     from sentrepro.pretrained.listing import ModelSourceError
+    from sentrepro.pretrained.names import resources_of
 
+    spec = _spec(args.spec)
     _log_to_stderr()
+    # checkouts sharing a store run fetch jobs of one snapshot: each job's log starts by naming its process
+    logging.getLogger(__name__).info("sentrepro fetch-model %s: process %d on %s", args.name, os.getpid(),
+                                     socket.gethostname())
+    store = resources_of(Path(args.out_dir).resolve())
+    if store is not None:  # a shared store outside the project records the snapshot in its own ledger
+        declare_store(store)
     try:
-        manifest = fetch_model(args.name, _spec(args.spec), Path(args.out_dir), mirror=args.mirror or None,
+        manifest = fetch_model(args.name, spec, Path(args.out_dir), mirror=args.mirror or None,
                                settings=FetchSettings.from_environment(), progress=not args.quiet)
     except (DownloadError, ModelSourceError, SourceError, ValueError) as exc:
         print(f"fetching backbone '{args.name}' FAILED: {exc}", file=sys.stderr)
         return 1
-    print(f"{args.name}: {manifest['model']} commit {manifest['commit'] or '-'} ({manifest['pin']}, "
-          f"{manifest['lock_status']})")
+    status = "complete: reused as an earlier fetch wrote it, nothing rewritten" if manifest.get("reused") else \
+        manifest["lock_status"]
+    print(f"{args.name}: {manifest['model']} commit {manifest['commit'] or '-'} ({manifest['pin']}, {status})")
     for entry in manifest["files"]:
         print(f"{args.name}: {entry['path']} sha256 {entry['sha256']}")
     return 0
@@ -118,9 +144,7 @@ def cmd_fixture(args) -> int:
     from sentrepro.data.fixtures import write_fixture
 
     if args.name not in generators():  # the choices, derived from the units (not in build_parser: see there)
-        print(f"sentrepro fixture: unknown fixture {args.name!r} (choose from {', '.join(generators())})",
-              file=sys.stderr)
-        return 2
+        raise UsageError(f"unknown fixture {args.name!r} (choose from {', '.join(generators())})")
     # the unit is imported on demand by discovery: record its module too (unit_code in workflow/rules/common.smk)
     set_running_entry(["cli:fixture", fixture_module(args.name)])
     for path in write_fixture(args.name, Path(args.out_dir)):
@@ -238,7 +262,7 @@ def cmd_evaluate(args) -> int:
     from sentrepro.evaluation.job import run_suite
 
     if args.suite not in registry.suites():
-        raise SystemExit(f"sentrepro evaluate: unknown suite '{args.suite}' (known: {', '.join(registry.suites())})")
+        raise UsageError(f"unknown suite '{args.suite}' (known: {', '.join(registry.suites())})")
     _record_job_code(args, suite=args.suite)
     payload = run_suite(args.suite, _spec(args.spec), Path(args.run_dir) if args.run_dir else None,
                         Path(args.data_manifest), Path(args.out), model_manifest=args.model_manifest or None)
@@ -254,7 +278,10 @@ def cmd_figure(args) -> int:
     from sentrepro.evaluation.figures import draw_figure
 
     # the figure's drawing function is imported by the registry on demand: record its unit too
-    set_running_entry(["cli:figure", registry.unit_entry("figures", args.name)])
+    try:
+        set_running_entry(["cli:figure", registry.unit_entry("figures", args.name)])
+    except ValueError as exc:  # an unknown figure
+        raise UsageError(str(exc)) from exc
 
     record = draw_figure(args.name, [Path(p) for p in args.metrics], Path(args.out_prefix), _spec(args.spec))
     print(f"figure {args.name}: {len(record['runs'])} runs -> {args.out_prefix}.png/.pdf")
@@ -264,8 +291,10 @@ def cmd_figure(args) -> int:
 def cmd_table(args) -> int:
     from sentrepro.tables.build import build_table
     from sentrepro.tables.render import write_outputs
-    from sentrepro.tables.spec import load_spec
+    from sentrepro.tables.spec import available_specs, load_spec
 
+    if args.name not in available_specs():
+        raise UsageError(f"no table spec '{args.name}' (specs: {', '.join(available_specs())})")
     spec = load_spec(args.name)
     context = _spec(args.spec)
     result = build_table(spec, [Path(p) for p in args.metrics], context["backbones"])
@@ -305,6 +334,9 @@ def cmd_times(args) -> int:
     from sentrepro.jobtimes import collect, format_times
 
     roots = [Path(p) for p in args.roots]
+    for root in roots:
+        if not root.is_dir():
+            raise UsageError(f"{root} is not a folder (give results/<experiment> or the resources folder)")
     sys.stdout.write(format_times(collect(roots), roots))
     return 0
 
@@ -319,17 +351,18 @@ def cmd_cost(args) -> int:
         jobs = plan(args.configfiles)  # the jobs snakemake -n plans for exactly these files
         sys.stdout.write(format_estimate(estimate(config, jobs=jobs), list(args.configfiles)))
     except (ConfigError, CostError, PlanError) as exc:
-        print(exc, file=sys.stderr)
-        return 2
+        raise UsageError(str(exc)) from exc
     return 0
 
 
 def cmd_registry(args) -> int:
+    from sentrepro.config import ConfigError, load_config
     from sentrepro.overview import format_overview
 
-    config = _validated_config(args.configfiles)
-    if config is None:
-        return 2
+    try:
+        config = load_config(*args.configfiles)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from exc
     sys.stdout.write(format_overview(config["methods"]))
     return 0
 
@@ -346,8 +379,7 @@ def cmd_export(args) -> int:
                             sts_data=Path(args.sts_data) if args.sts_data else None, card=not args.no_card,
                             store=Path(args.store) if args.store else None)
     except ExportError as exc:
-        print(f"sentrepro export: {exc}", file=sys.stderr)
-        return 2
+        raise UsageError(str(exc)) from exc
     linked = sum(1 for w in record["weights"].values() if w["how"] != "copy")
     print(f"exported {record['name']} to {args.out} ({len(record['folder_files'])} files, {linked} of "
           f"{len(record['weights'])} model files linked, not copied; MTEB tasks: {', '.join(record['mteb_tasks']) or 'none'})")
@@ -378,8 +410,7 @@ def cmd_audit(args) -> int:
         else:
             report = audit_cell(Path(args.csv), args.row, args.column)
     except AuditError as exc:
-        print(exc, file=sys.stderr)
-        return 2
+        raise UsageError(str(exc)) from exc
     sys.stdout.write(report.text())
     return 0 if report.ok else 1
 
@@ -493,7 +524,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("verdicts", help="test each published claim (claims.yaml) on the metrics files")
     p.add_argument("--spec", required=True, help="experiment context as JSON (experiment, backbones)")
-    p.add_argument("--out-prefix", required=True, help="writes <prefix>.md, .csv, .cells.csv, .html")
+    p.add_argument("--out-prefix", required=True, help="writes <prefix>.md, .csv, .cells.csv, .html, .forest.svg")
     p.add_argument("--metrics", nargs="*", default=[], help="metrics JSON files the claims' tables read")
     p.add_argument("--claims", default="", help="claims file (default: src/sentrepro/tables/claims.yaml)")
     p.set_defaults(func=cmd_verdicts)
@@ -554,11 +585,12 @@ def main(argv: list[str] | None = None) -> int:
     from sentrepro.codedeps import set_running_entry
 
     from sentrepro.fsutil import forget_written
-    from sentrepro.ledger import record_outputs
+    from sentrepro.ledger import forget_stores, record_outputs
 
     args = build_parser().parse_args(argv)
     set_running_entry([f"cli:{args.command}"])  # what provenance records as the code that ran
     forget_written()
+    forget_stores()
     try:
         code = args.func(args)
         if code == 0:  # every file the command wrote, with its sha256, into its experiment's ledger
@@ -568,15 +600,16 @@ def main(argv: list[str] | None = None) -> int:
         message, code = _user_error(exc)
         if message is None:
             raise
-        print(f"sentrepro {args.command}: {message}", file=sys.stderr)
+        print(f"sentrepro {args.command}: {' '.join(message.split())}", file=sys.stderr)  # one line
         return code
 
 
 def _user_error(exc: Exception) -> tuple[str | None, int]:
     """One line in the user's words, and the exit code, for an error a user can act on; (None, 0) for a bug.
 
-    Missing keys, YAML syntax errors and unreadable files are the user's input (exit 2); a full disk, a file
-    that fails its recorded hash or a non-finite result are the job's outcome (exit 1).
+    Missing keys, a broken --spec, YAML syntax errors and unreadable files are the user's input (exit 2),
+    also where a command wrapped the missing file in its own error (a metrics file a table cannot read); a
+    full disk, a file that fails its recorded hash or a non-finite result are the job's outcome (exit 1).
     """
     import errno
 
@@ -585,7 +618,7 @@ def _user_error(exc: Exception) -> tuple[str | None, int]:
     if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
         named = exc.filename and str(exc.filename) not in str(exc)
         return (f"{exc}" + (f" ({exc.filename})" if named else "")), 1
-    if isinstance(exc, MissingSpecKey):
+    if isinstance(exc, (UsageError, MissingSpecKey)):
         return str(exc), 2
     if isinstance(exc, KeyError):
         return f"missing key {exc} (in --spec or in a file the command reads)", 2
@@ -596,12 +629,13 @@ def _user_error(exc: Exception) -> tuple[str | None, int]:
         return f"{where}: YAML syntax error: {problem}", 2
     if isinstance(exc, json.JSONDecodeError):
         return f"{exc}", 2
-    if isinstance(exc, (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError)):
+    unreadable = (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError)
+    if isinstance(exc, unreadable):
         return f"cannot read {exc.filename}: {exc.strerror}", 2
     # the job's outcome, already one line naming the file (by name: importing them here would put their
     # modules behind every command's code fingerprint)
     if type(exc).__name__ in ("IntegrityError", "SnapshotError", "NonFiniteResult", "NonFiniteError", "MetricsError"):
-        return str(exc), 1
+        return str(exc), 2 if isinstance(exc.__cause__, unreadable) else 1
     return None, 0
 
 
@@ -614,7 +648,7 @@ def _record_job_code(args, suite: str | None = None) -> None:
 
     method = _spec(args.spec).get("method")
     if not (isinstance(method, dict) and method.get("kind")):
-        raise SystemExit(f"sentrepro {args.command}: --spec has no method.kind")
+        raise UsageError("--spec has no method.kind")
     set_running_entry(registry.job_entries(f"cli:{args.command}", method["kind"], suite))
 
 

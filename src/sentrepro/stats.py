@@ -2,17 +2,23 @@
 
 Pure numpy/scipy functions, no I/O. Two kinds of interval, both 95% by default:
 
-* seed interval: the difference of the two sides' seed statistics (mean, best, std, ...) with a
-  bootstrap over seeds (each side's seeds resampled independently, the statistic recomputed) and,
-  for the mean with n >= 3 seeds on both sides, Welch's t interval on the difference of means. With
-  one seed on a side there is no seed interval.
+* seed intervals: the difference of the two sides' seed statistics (mean, best, std, ...). A side
+  needs at least :data:`MIN_SEEDS` (3) seeds: with 2 per side no interval over seeds keeps its stated
+  error rate (a bootstrap over 2 seeds calls "holds" whenever every seed of a beats every seed of b,
+  1 time in 6 with no true difference; an exact permutation test of 2 vs 2 can never reach 2.5 %).
+  A mean uses Welch's t interval. Best-of-N (and max) uses a bootstrap over seeds for its own size
+  *and* Welch's t on the means of the same seeds, and a verdict needs both: the bootstrap of a
+  maximum over 3-10 seeds alone says "holds" 5-10 % of the time with no true difference, Welch's t
+  keeps the one-tail rate at or below 2.5 % (tests/test_stats.py simulates both, as implemented).
 * test-set interval: a paired bootstrap over evaluation items. Each task's items (STS pairs) are
   resampled once per replicate and both systems (every seed of both sides) are scored on that same
   resample; the 7-task average resamples every task independently and averages the task scores.
 
-* one-sample interval: a deterministic side (a frozen model, a published number) is a constant, so
-  the interval is the trained side's seed statistic minus that constant (one-sample t for a mean,
-  a bootstrap over the trained side's seeds otherwise).
+* one-sample intervals: a deterministic side (a frozen model, a published number) is a constant, so
+  the interval is the trained side's seed statistic minus that constant (one-sample t for a mean; for
+  best-of-N a bootstrap over the trained side's seeds beside the one-sample t of their mean, which
+  is calibrated, conservatively, for claims that the trained side is *above* the constant: its mean
+  is at most its expected best).
 
 A verdict compares the intervals with the claimed direction (with an equivalence margin for "no gain"
 claims and a threshold for "at least d" claims); :func:`minimum_detectable_difference` says how large a
@@ -32,6 +38,9 @@ SEED_STATISTICS = ("mean", "best", "max", "min", "std", "range")
 DIRECTIONS = ("greater", "less", "no_gain")
 HOLDS, REVERSED, INCONCLUSIVE = "holds", "reversed", "inconclusive"
 POWER = 0.80
+MIN_SEEDS = 3            # seeds a varying side needs before any seed interval is computed
+GATED_BY_MEANS = ("best", "max")   # statistics whose verdict also needs the t interval on the means
+GATED_BY_VARIANCES = ("std", "range")   # statistics whose verdict also needs the F interval of the variance ratio
 
 
 @dataclass(frozen=True)
@@ -140,16 +149,51 @@ def welch_interval(a: Sequence[float], b: Sequence[float], level: float = LEVEL)
     return Interval(diff, diff - t * se, diff + t * se, "welch-t", f"Welch's t, n={len(a)} vs {len(b)}, df={df:.1f}")
 
 
-def seed_interval(a: Sequence[float], b: Sequence[float], statistic: str, *, selection_a=None, selection_b=None,
-                  n_resamples: int = 10000, seed: int = 0, level: float = LEVEL) -> Interval | None:
-    """The seed interval a verdict uses: Welch's t for the mean with n >= 3 on both sides, else the
-    bootstrap over seeds (n >= 2), else None."""
+def seed_intervals(a: Sequence[float], b: Sequence[float], statistic: str, *, selection_a=None, selection_b=None,
+                   n_resamples: int = 10000, seed: int = 0, level: float = LEVEL) -> list[Interval]:
+    """The seed intervals a verdict requires (every one must agree): [] when a side has fewer than
+    :data:`MIN_SEEDS` seeds; a mean -> [Welch's t]; best-of-N or max -> [bootstrap of the statistic,
+    Welch's t on the means of the same seeds]; std or range -> [bootstrap of it, the F interval of the
+    same seeds' variance ratio] (the bootstrap of a range over 10 seeds alone says "holds" about 6 % of
+    the time with equal spreads); any other statistic -> [bootstrap of it]."""
+    if min(len(a), len(b)) < MIN_SEEDS:
+        return []
     if statistic == "mean":
-        welch = welch_interval(a, b, level)
-        if welch is not None:
-            return welch
-    return seed_bootstrap_interval(a, b, statistic, selection_a=selection_a, selection_b=selection_b,
+        return [welch_interval(a, b, level)]
+    boot = seed_bootstrap_interval(a, b, statistic, selection_a=selection_a, selection_b=selection_b,
                                    n_resamples=n_resamples, seed=seed, level=level)
+    if statistic in GATED_BY_MEANS:
+        return [boot, welch_interval(a, b, level)]
+    if statistic in GATED_BY_VARIANCES:
+        return [boot, variance_ratio_interval(a, b, level)]
+    return [boot]
+
+
+def variance_ratio_interval(a: Sequence[float], b: Sequence[float], level: float = LEVEL) -> Interval:
+    """The interval of log(sd_A / sd_B) from the F distribution of the ratio of sample variances (exact
+    for normal seeds): it lies below 0 when A's spread is smaller than B's. Its sign is what a spread
+    claim's verdict needs; its scale (a log ratio) is not the claim's, so no magnitude is read from it."""
+    from scipy import stats as scipy_stats
+
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    va, vb = a.var(ddof=1), b.var(ddof=1)
+    dfa, dfb = len(a) - 1, len(b) - 1
+    if va == 0.0 or vb == 0.0:                  # no spread to take a ratio of: this interval decides nothing
+        return Interval(0.0, -np.inf, np.inf, "variance-ratio-f",
+                        f"no F interval: a side without spread (sample variances {va:g} and {vb:g})")
+    ratio = va / vb
+    alpha = (1 - level) / 2
+    low = ratio / scipy_stats.f.ppf(1 - alpha, dfa, dfb)
+    high = ratio / scipy_stats.f.ppf(alpha, dfa, dfb)
+    return Interval(0.5 * float(np.log(ratio)), 0.5 * float(np.log(low)), 0.5 * float(np.log(high)),
+                    "variance-ratio-f", f"F interval of log(sd_a / sd_b), n={len(a)} vs {len(b)}, df={dfa}, {dfb}")
+
+
+def seed_interval(a: Sequence[float], b: Sequence[float], statistic: str, **options) -> Interval | None:
+    """The headline seed interval (the first of :func:`seed_intervals`), None below :data:`MIN_SEEDS`."""
+    found = seed_intervals(a, b, statistic, **options)
+    return found[0] if found else None
 
 
 def one_sample_interval(values: Sequence[float], constant: float, statistic: str, *, selection=None,
@@ -159,7 +203,8 @@ def one_sample_interval(values: Sequence[float], constant: float, statistic: str
     one side is deterministic (a frozen model or a published number has no seed spread).
 
     A mean uses the one-sample t interval (sample std, n - 1 df); another statistic (best-of-N, max)
-    a percentile bootstrap over the seeds. None with fewer than 2 seeds (no spread to estimate).
+    a percentile bootstrap over the seeds. None with fewer than 2 seeds (no spread to estimate); the
+    verdict asks :func:`one_sample_intervals`, which needs :data:`MIN_SEEDS`.
     """
     x = np.asarray(values, dtype=np.float64)
     if len(x) < 2:
@@ -183,6 +228,20 @@ def one_sample_interval(values: Sequence[float], constant: float, statistic: str
     if constant_first:
         diff, low, high = -diff, -high, -low
     return Interval(diff, low, high, method, detail)
+
+
+def one_sample_intervals(values: Sequence[float], constant: float, statistic: str, *, selection=None,
+                         constant_first: bool = False, **options) -> list[Interval]:
+    """The one-sample intervals a verdict requires (every one must agree): [] below :data:`MIN_SEEDS`
+    seeds; best-of-N or max adds the one-sample t of the seeds' mean to the bootstrap of the statistic."""
+    if len(values) < MIN_SEEDS:
+        return []
+    found = [one_sample_interval(values, constant, statistic, selection=selection, constant_first=constant_first,
+                                 **options)]
+    if statistic in GATED_BY_MEANS:
+        found.append(one_sample_interval(values, constant, "mean", constant_first=constant_first,
+                                         level=options.get("level", LEVEL)))
+    return found
 
 
 def minimum_detectable_difference(sd_a: float | None, n_a: int | None, sd_b: float | None, n_b: int | None, *,
@@ -212,10 +271,109 @@ def minimum_detectable_difference(sd_a: float | None, n_a: int | None, sd_b: flo
     return float(quantile * np.sqrt(var))
 
 
+SPREAD_STATISTICS = ("std", "range")
+_SPREAD_FACTORS: dict[tuple[str, int], float] = {}
+
+
+def spread_factor(statistic: str, n: int) -> float:
+    """The standard deviation of a seed spread statistic over ``n`` normal seeds, per unit of the seeds'
+    sigma: ``std`` the population std (ddof 0, the tables' convention; exact from c4), ``range``
+    the range (d3, the control-chart constant, from a seeded simulation of 200,000 draws, cached)."""
+    key = (statistic, n)
+    if key not in _SPREAD_FACTORS:
+        if n < 2:
+            raise ValueError(f"a {statistic} over {n} seed(s) has no sampling spread to compute")
+        if statistic == "std":
+            from scipy.special import gammaln
+
+            c4 = np.sqrt(2.0 / (n - 1)) * np.exp(gammaln(n / 2) - gammaln((n - 1) / 2))
+            _SPREAD_FACTORS[key] = float(np.sqrt((n - 1) / n) * np.sqrt(1 - c4 ** 2))
+        elif statistic == "range":
+            draws = np.random.default_rng(0).standard_normal((200_000, n))
+            _SPREAD_FACTORS[key] = float(np.ptp(draws, axis=1).std())
+        else:
+            raise ValueError(f"'{statistic}' is not a spread statistic (known: {', '.join(SPREAD_STATISTICS)})")
+    return _SPREAD_FACTORS[key]
+
+
+def minimum_detectable_spread_difference(statistic: str, sd_a: float | None, n_a: int | None, sd_b: float | None,
+                                         n_b: int | None, *, level: float = LEVEL,
+                                         power: float = POWER) -> float | None:
+    """The smallest true difference of two sides' std (or range) over seeds that a two-sided test at
+    ``level`` finds with probability ``power`` (normal approximation): (z_{1-alpha/2} + z_power) x
+    sqrt(se_a^2 + se_b^2), se = :func:`spread_factor` x the side's sample std. A deterministic side is
+    ``(0, None)``. None when a varying side has fewer than 2 seeds or no std."""
+    from scipy import stats as scipy_stats
+
+    terms = []
+    for sd, n in ((sd_a, n_a), (sd_b, n_b)):
+        if n is None:
+            continue
+        if sd is None or n < 2:
+            return None
+        terms.append((spread_factor(statistic, n) * sd) ** 2)
+    quantile = scipy_stats.norm.ppf(1 - (1 - level) / 2) + scipy_stats.norm.ppf(power)
+    return float(quantile * np.sqrt(sum(terms)))
+
+
+def minimum_detectable_from_interval(interval: Interval, *, level: float = LEVEL, power: float = POWER) -> float:
+    """The minimum detectable difference an interval implies (normal approximation): its standard
+    error, half its width over z_{1-alpha/2}, times (z_{1-alpha/2} + z_power). Used for two
+    deterministic sides, whose only noise is the items'."""
+    from scipy import stats as scipy_stats
+
+    z = scipy_stats.norm.ppf(1 - (1 - level) / 2)
+    return float((z + scipy_stats.norm.ppf(power)) * (interval.high - interval.low) / (2 * z))
+
+
 def false_reversed_chance(n_claims: int, level: float = LEVEL) -> float:
     """Chance that at least one of ``n_claims`` true claims is called "reversed" when each is tested
     with its own two-sided interval at ``level`` (one tail each, independence assumed, no correction)."""
     return float(1.0 - (1.0 - (1.0 - level) / 2.0) ** n_claims)
+
+
+def false_call_bound(n_claims: int, level: float = LEVEL) -> float:
+    """An upper bound on the chance of at least one false call (a false "holds" or a false
+    "reversed") among ``n_claims`` judged claims, each tested at one tail of ``level``: the union
+    bound n x (1 - level) / 2, capped at 1. It needs no independence (the per-task claims share runs),
+    and one tail of (1 - level) / 2 per claim is itself a bound, reached only at a difference exactly at
+    the claim's threshold."""
+    return float(min(1.0, n_claims * (1.0 - level) / 2.0))
+
+
+def one_sided_p(interval: Interval, direction: str, *, margin: float = 0.0, at_least: float | None = None,
+                level: float = LEVEL) -> float:
+    """The one-sided p-value of "holds" that an interval implies (normal approximation: its standard
+    error is half its width over z_{1-alpha/2}): for ``greater`` the chance of an estimate this far
+    above 0 (``at_least``) with no true gain, mirrored for ``less``; for ``no_gain`` this far below the
+    margin. A point interval (an exact difference) gives 0 or 1."""
+    from scipy import stats as scipy_stats
+
+    z = scipy_stats.norm.ppf(1 - (1 - level) / 2)
+    se = (interval.high - interval.low) / (2 * z)
+    threshold = 0.0 if at_least is None else abs(at_least)
+    if direction == "greater":
+        distance = interval.estimate - threshold
+    elif direction == "less":
+        distance = -interval.estimate - threshold
+    else:
+        distance = margin - interval.estimate
+    if se == 0:
+        return 0.0 if distance > 0 else 1.0
+    return float(scipy_stats.norm.sf(distance / se))
+
+
+def holm(pvalues: Sequence[float], alpha: float) -> list[bool]:
+    """Holm's step-down procedure: which hypotheses are rejected with family-wise error at most
+    ``alpha`` (any dependence). Sorted ascending, the k-th smallest (k = 0, 1, ...) is rejected while
+    p <= alpha / (m - k); the first that is not stops the procedure."""
+    order = sorted(range(len(pvalues)), key=lambda i: pvalues[i])
+    rejected = [False] * len(pvalues)
+    for rank, index in enumerate(order):
+        if pvalues[index] > alpha / (len(pvalues) - rank):
+            break
+        rejected[index] = True
+    return rejected
 
 
 # --- paired bootstrap over evaluation items --------------------------------------------------------
@@ -301,6 +459,51 @@ def paired_bootstrap(tasks: dict[str, PairedTask], statistic_a: str, statistic_b
     return Interval(estimate / len(tasks), low, high, "paired-bootstrap",
                     f"paired bootstrap over items, {n_resamples} resamples, seed {seed}, "
                     f"{len(tasks)} task(s): {', '.join(sorted(tasks))}")
+
+
+def item_bootstrap_against_constant(tasks: dict[str, tuple[np.ndarray, np.ndarray]], statistic: str,
+                                    constant: float, *, constant_first: bool = False, n_resamples: int = 1000,
+                                    seed: int = 0, level: float = LEVEL, chunk: int = 200) -> Interval:
+    """Bootstrap over evaluation items of stat(A) - constant (or constant - stat(A)): a deterministic
+    side scored on its STS items against a published number, whose per-item predictions are not
+    published. ``tasks``: {task: (predictions (S, n), gold (n,))}; several tasks are averaged, each
+    resampled independently, as :func:`paired_bootstrap` does. Only our side's test-set noise is in
+    it (the published side scored the same items, so the difference's true spread may be smaller or
+    larger): the detail says so.
+    """
+    if not tasks:
+        raise ValueError("item_bootstrap_against_constant needs at least one task")
+    rng = np.random.default_rng(seed)
+    scores = np.zeros(n_resamples)                                        # (R,)
+    estimate = 0.0
+    for name in sorted(tasks):
+        predictions, gold = tasks[name]
+        n = len(gold)
+        gold_groups = value_groups(gold)
+        groups = [value_groups(p) for p in predictions]
+
+        def score(idx: np.ndarray) -> np.ndarray:                         # idx (R, n) -> (R,)
+            return _side(groups, resampled_ranks(*gold_groups, idx), idx, statistic)
+
+        estimate += float(score(np.arange(n)[None, :])[0])
+        draws = rng.integers(0, n, size=(n_resamples, n))
+        for start in range(0, n_resamples, chunk):
+            scores[start:start + chunk] += score(draws[start:start + chunk])
+    diffs = scores / len(tasks) - constant
+    diff = estimate / len(tasks) - constant
+    low, high = _percentile(diffs, level)
+    if constant_first:
+        diff, low, high = -diff, -high, -low
+    return Interval(diff, low, high, "item-bootstrap-vs-constant",
+                    f"bootstrap over our items against a published constant {constant:.2f} (its own test-set "
+                    f"noise unknown), {n_resamples} resamples, seed {seed}, {len(tasks)} task(s): "
+                    f"{', '.join(sorted(tasks))}")
+
+
+def exact_difference(a: float, b: float, why: str) -> Interval:
+    """Two deterministic numbers computed over a whole population (no sample, no seed): the
+    difference is exact, its interval a point. ``why`` says what makes it a population."""
+    return Interval(a - b, a - b, a - b, "exact", why)
 
 
 def _side(groups: list[tuple[np.ndarray, int]], gold_ranks: np.ndarray, idx: np.ndarray, statistic: str) -> np.ndarray:

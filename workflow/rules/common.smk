@@ -3,6 +3,8 @@
 # are in workflow/rules/inputs/<topic>.smk, which it includes; code.smk holds the code fingerprints
 # (params.code), slurm.smk the GPU site settings.
 # Every rule gets only the config slice it depends on, as canonical JSON in params.spec.
+import hashlib
+import os
 import sys
 from pathlib import Path
 
@@ -12,6 +14,7 @@ from sentrepro import registry
 from sentrepro.config import validate
 from sentrepro.core import ConfigError, Run, canonical_json
 from sentrepro.integrity import refresh_stamp, stamp_path
+from sentrepro.ledger import STORE_ENV
 from sentrepro.matrix import runs
 
 try:
@@ -23,6 +26,12 @@ config.update(_validated)
 
 RES = config["resources_dir"]
 EXP = f"results/{config['experiment']}"
+# A shared store: resources_dir outside the project (the working directory), used by several checkouts.
+# Its jobs record what they write in the store's own ledger (sentrepro.ledger reads SENTREPRO_STORE), and
+# a job all checkouts run on the same files (fetch_model) logs to a file of this checkout's (store_log).
+SHARED_STORE = not Path(RES).resolve().is_relative_to(Path.cwd().resolve())
+if SHARED_STORE:
+    os.environ[STORE_ENV] = str(Path(RES).resolve())
 RUNS = runs(config)
 RUN_ID = r"seed\d+|frozen"
 
@@ -56,6 +65,16 @@ def run_dir(run: Run) -> str:
 
 def metrics_file(run: Run, suite: str) -> str:
     return f"{EXP}/metrics/{run.path}/{suite}.json"
+
+
+def store_log(path: str) -> str:
+    """A log under RES; in a shared store, this checkout's own (``<name>.<checkout>-<hash>.log``), since
+    Snakemake removes a job's log before running it and another checkout's job may be writing it."""
+    if not SHARED_STORE:
+        return path
+    here = Path.cwd().resolve()
+    tag = f"{here.name}-{hashlib.sha256(str(here).encode()).hexdigest()[:8]}"
+    return path.removesuffix(".log") + f".{tag}.log"
 
 
 def spec_json(payload) -> str:

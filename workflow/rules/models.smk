@@ -25,8 +25,10 @@ rule fetch_model:
         models_mirror=lambda w: config["models"]["mirror"] or "",
     conda:
         "../../envs/data.yaml"
+    # checkouts sharing a store run fetch jobs of one snapshot: each logs to its own file (store_log), whose
+    # first line names the process; the one that waited says it reused the snapshot
     log:
-        f"{RES}/logs/fetch_model/{{backbone}}/{{snapshot}}.log",
+        store_log(f"{RES}/logs/fetch_model/{{backbone}}/{{snapshot}}.log"),
     shell:
         "sentrepro fetch-model --name {wildcards.backbone} --spec {params.spec:q} --out-dir $(dirname {output.manifest}) "
         "--mirror={resources.models_mirror:q} > {log:q} 2>&1"

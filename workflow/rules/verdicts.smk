@@ -1,5 +1,5 @@
 # Reproduction verdicts: every claim of src/sentrepro/tables/claims.yaml tested on the metrics files the
-# claims' tables read (and the per-pair STS scores beside them) -> results/<exp>/verdicts.{md,csv,cells.csv,html}.
+# claims' tables read (and the per-pair STS scores beside them) -> results/<exp>/verdicts.{md,csv,cells.csv,html,forest.svg}.
 # claims.yaml is part of params.code, so editing it reruns this rule only.
 
 include: "inputs/verdicts.smk"
@@ -13,6 +13,7 @@ rule verdicts:
         md=f"{EXP}/verdicts.md",
         csv=f"{EXP}/verdicts.csv",
         cells=f"{EXP}/verdicts.cells.csv",
+        forest=f"{EXP}/verdicts.forest.svg",
         html=report(
             f"{EXP}/verdicts.html",
             caption="../report/verdicts.rst",

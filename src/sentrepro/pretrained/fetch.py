@@ -18,6 +18,16 @@ before it is verified. On top of that, per snapshot:
 * The whole fetch holds a file lock (``.<snapshot>.lock`` next to the snapshot): the same backbone
   fetched at once from several checkouts sharing ``resources/`` is fetched by one of them, and the
   others reuse its verified snapshot through the lock record.
+* What a completed fetch wrote is never rewritten by a later one: a process that finds the snapshot
+  complete (its MANIFEST.json a snapshot manifest listing exactly the lock's files, every file matching)
+  verifies it and reuses it as it is, saying so in its log; MANIFEST.json stays byte-identical, since
+  other checkouts have hashed it and depend on it. Snakemake removes a job's outputs before it runs it,
+  so a checkout whose fetch job starts after another's finished would find MANIFEST.json and CONTENT.json
+  gone: the fetch that writes them keeps a hard link to each in ``.<snapshot>.written/`` (next to the
+  snapshot, like its lock), and a later
+  fetch puts them back from there (same inode, bytes and mtime: nothing downstream in any checkout
+  reruns) before checking the snapshot. A snapshot with no such record, or one written by other code
+  (the rule reruns when its code changes), gets a new MANIFEST.
 
 ``MANIFEST.json`` records repo id, commit, origin, every file's path, role, size and sha256, and
 provenance whose inputs are the snapshot files (so ``sentrepro audit`` verifies them like downloads).
@@ -30,6 +40,7 @@ import os
 import shutil
 from pathlib import Path
 
+from sentrepro.codedeps import stale_description
 from sentrepro.data.download import (
     TRUST_ON_FIRST_USE,
     VERIFIED_BY_PIN,
@@ -41,7 +52,7 @@ from sentrepro.data.download import (
 )
 from sentrepro.data.sources import local_path, resolve_url
 from sentrepro.fsutil import atomic_write_json, read_json, sha256_file
-from sentrepro.integrity import write_stamp
+from sentrepro.integrity import stamp_path, write_stamp
 from sentrepro.pretrained.files import select_files
 from sentrepro.pretrained.listing import (
     Listing,
@@ -74,7 +85,8 @@ def staging_path(snapshot_dir: Path) -> Path:
 
 def fetch_model(backbone: str, spec: dict, snapshot_dir: Path, *, mirror: str | Path | None = None,
                 settings: FetchSettings | None = None, progress: bool = True) -> dict:
-    """Fetch (or reuse) backbone ``backbone``'s snapshot into ``snapshot_dir``; write and return its MANIFEST."""
+    """Fetch (or reuse) backbone ``backbone``'s snapshot into ``snapshot_dir``; return its MANIFEST (written
+    by this call, or, with ``reused`` set, the one a complete earlier fetch wrote, left untouched)."""
     settings = settings or FetchSettings()
     snapshot_dir = Path(snapshot_dir)
     spec = fetch_spec(spec)
@@ -90,6 +102,14 @@ def _fetch_model_locked(backbone: str, spec: dict, snapshot_dir: Path, mirror, s
                         progress: bool) -> dict:
     prov = Provenance(step="fetch_model", config={"backbone": backbone, **spec})
     lock = _read_lock(snapshot_dir, spec)
+    _restore_written(snapshot_dir)
+    complete = _complete_manifest(snapshot_dir, lock)
+    if complete is not None:
+        if not stamp_path(snapshot_dir / MANIFEST).is_file():
+            write_stamp(snapshot_dir / MANIFEST)  # the plan's stamp only, where it is missing
+        LOG.info("%s: %s is complete: %s and its %d files verified against the lock %s; reused as written, "
+                 "nothing rewritten", backbone, snapshot_dir, MANIFEST, len(lock["files"]), lock_path(snapshot_dir))
+        return {**complete, "reused": True}
     if lock is not None and _snapshot_matches(snapshot_dir, lock):
         LOG.info("%s: %s already holds the %d files of its lock %s; nothing fetched", backbone, snapshot_dir,
                  len(lock["files"]), lock_path(snapshot_dir))
@@ -123,7 +143,53 @@ def _fetch_model_locked(backbone: str, spec: dict, snapshot_dir: Path, mirror, s
     }
     atomic_write_json(snapshot_dir / MANIFEST, manifest)
     write_stamp(snapshot_dir / MANIFEST)  # what the plan compares the files with (sentrepro.integrity)
+    _keep_written(snapshot_dir)
     return manifest
+
+
+def written_path(snapshot_dir: Path) -> Path:
+    """Where a snapshot's writer keeps hard links to the MANIFEST and stamp it wrote (next to the snapshot)."""
+    return snapshot_dir.with_name(f".{snapshot_dir.name}.written")
+
+
+def _kept(snapshot_dir: Path) -> list[tuple[Path, Path]]:
+    """(output, its kept link) for MANIFEST.json and CONTENT.json."""
+    return [(snapshot_dir / name, written_path(snapshot_dir) / name)
+            for name in (MANIFEST, stamp_path(snapshot_dir / MANIFEST).name)]
+
+
+def _keep_written(snapshot_dir: Path) -> None:
+    """Link the MANIFEST and stamp just written into :func:`written_path` (replacing older links)."""
+    written_path(snapshot_dir).mkdir(exist_ok=True)
+    for output, kept in _kept(snapshot_dir):
+        kept.unlink(missing_ok=True)
+        try:
+            os.link(output, kept)
+        except OSError as exc:  # a file system without hard links: a later fetch then writes its own MANIFEST
+            LOG.info("cannot keep %s as %s (%s): a fetch that finds it removed writes a new one", output, kept, exc)
+
+
+def _restore_written(snapshot_dir: Path) -> None:
+    """Put back a MANIFEST or stamp that was removed (Snakemake removes a job's outputs before running it)
+    from the links its writer kept; whether they still describe the snapshot is checked next. Not when the
+    kept MANIFEST was written by other code than this (the rule reruns when its code changes): then this
+    fetch writes a new one, so that the audit does not find the snapshot's record stale for ever."""
+    pairs = _kept(snapshot_dir)
+    if not snapshot_dir.is_dir() or pairs[0][0].exists() or not pairs[0][1].is_file():
+        return  # no snapshot (a refetch), its MANIFEST still there, or none kept
+    try:
+        recorded = read_json(pairs[0][1]).get("provenance", {}).get("code_fingerprint")
+    except (OSError, ValueError, AttributeError):
+        return
+    stale = stale_description(recorded)
+    if stale:
+        LOG.info("%s was written by other code (%s): this fetch writes a new one", pairs[0][1], stale)
+        return
+    for output, kept in pairs:
+        if not output.exists() and kept.is_file():
+            os.link(kept, output)
+            LOG.info("%s was removed since it was written (by Snakemake before this job?): put back from %s, "
+                     "unchanged", output, kept)
 
 
 def _read_lock(snapshot_dir: Path, spec: dict) -> dict | None:
@@ -136,6 +202,25 @@ def _read_lock(snapshot_dir: Path, spec: dict) -> dict | None:
             f"{path} records {lock.get('model')}@{lock.get('commit')}, but the config asks for "
             f"{spec['model']}@{spec['revision'] or 'its first-use commit'}; delete the lock file to record anew")
     return lock
+
+
+def _complete_manifest(snapshot_dir: Path, lock: dict | None) -> dict | None:
+    """The MANIFEST of a complete snapshot (a snapshot manifest listing exactly the lock's files, each file
+    matching), or None: then this fetch writes one."""
+    path = snapshot_dir / MANIFEST
+    if lock is None or not path.is_file():
+        return None
+    try:
+        manifest = read_json(path)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(manifest, dict) or manifest.get("kind") != SNAPSHOT_KIND \
+            or not isinstance(manifest.get("files"), list):
+        return None
+    listed = {(e.get("path"), e.get("sha256")) for e in manifest["files"] if isinstance(e, dict)}
+    if listed != {(e["path"], e["sha256"]) for e in lock["files"]}:
+        return None
+    return manifest if _snapshot_matches(snapshot_dir, lock) else None
 
 
 def _snapshot_matches(snapshot_dir: Path, lock: dict) -> bool:

@@ -47,6 +47,17 @@ def snapshot_manifest(resources_dir: str, backbone: str, spec: dict) -> str:
     return f"{resources_dir}/{MODELS_DIR}/{backbone}/{snapshot_name(spec)}/{MANIFEST}"
 
 
+def resources_of(snapshot_dir: str | Path) -> Path | None:
+    """The resources directory a snapshot directory lies in (the inverse of :func:`snapshot_manifest`'s
+    layout), or None for a directory outside that layout (a by-hand fetch elsewhere)."""
+    layout = Path(snapshot_manifest("<resources>", "<backbone>", {"model": "x", "revision": None})).parent
+    below = len(layout.parts) - 1  # models/<backbone>/<snapshot>
+    snapshot_dir = Path(snapshot_dir)
+    if len(snapshot_dir.parts) <= below or snapshot_dir.parents[below - 2].name != layout.parts[1]:
+        return None
+    return snapshot_dir.parents[below - 1]
+
+
 def backbone_problems(backbones: dict) -> list[str]:
     """Config errors of the backbones' model/revision pairs (a revision only pins a Hub model)."""
     problems = []

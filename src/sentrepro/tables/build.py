@@ -69,8 +69,10 @@ class Cell:
 
     @property
     def delta(self) -> float | None:
-        """ours − paper; None when either is missing or our number comes from synthetic data."""
-        if self.value is None or self.reported is None or self.reported.value is None or self.synthetic:
+        """ours − paper; None when either is missing or our number comes from synthetic data or a stand-in
+        backbone (another model: the paper's number stays as context, as in the demo summary)."""
+        if (self.value is None or self.reported is None or self.reported.value is None or self.synthetic
+                or self.stand_in):
             return None
         return self.value - self.reported.value
 

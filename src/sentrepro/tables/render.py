@@ -22,6 +22,14 @@ from sentrepro.tables.build import CSV_HEADER, Cell, TableResult
 
 SEEDS_HEADER = ["table", "row", "column", "seed", "value", "selected", "metrics_file", "in_table", "statistic"]
 SYNTHETIC_NOTE = "synthetic, no Δ"
+STAND_IN_NOTE = "stand-in, no Δ"
+
+
+def no_delta_note(cell: Cell) -> str:
+    """Why a cell with both numbers shows no Δ: synthetic data, or a stand-in backbone (another model)."""
+    if cell.summary is None:
+        return ""
+    return SYNTHETIC_NOTE if cell.synthetic else STAND_IN_NOTE if cell.stand_in else ""
 STAT_NAMES = {"best": "best of N", "mean": "mean ± std", "std": "std over seeds", "max": "max over seeds",
               "min": "min over seeds", "range": "max − min over seeds"}
 
@@ -113,9 +121,10 @@ def paper_text(cell: Cell, pm: str = "±") -> str:
 
 
 def delta_text(cell: Cell, statistic: str | None = None) -> str:
-    """Δ = ours − paper as text; empty when either is missing or ours is on synthetic data."""
+    """Δ = ours − paper as text; empty when either is missing or ours is on synthetic data or a stand-in."""
     statistic = _statistic(cell, statistic)
-    if cell.summary is None or cell.reported is None or cell.reported.value is None or cell.synthetic:
+    if (cell.summary is None or cell.reported is None or cell.reported.value is None or cell.synthetic
+            or cell.stand_in):
         return ""
     ours = cell.summary.best if statistic == "best" else cell.summary.stat(statistic)
     if statistic == "best" and ours is None:
@@ -131,7 +140,7 @@ def cell_text(cell: Cell | None, statistic: str | None = None) -> str:
     paper = paper_text(cell)
     if paper:
         delta = delta_text(cell, statistic)
-        note = "Δ " + delta if delta else (SYNTHETIC_NOTE if cell.synthetic and cell.summary else "")
+        note = "Δ " + delta if delta else no_delta_note(cell)
         text += f" ({paper}{'; ' + note if note else ''})"
     return text
 
@@ -326,7 +335,8 @@ def _latex_tabular(result: TableResult, statistic: str | None) -> list[str]:
             paper = paper_text(cell)
             if paper:
                 delta = delta_text(cell, statistic)
-                note = r"; $\Delta$" + delta if delta else ("; synthetic" if cell.synthetic and cell.summary else "")
+                note = r"; $\Delta$" + delta if delta else (f"; {no_delta_note(cell).split(',')[0]}"
+                                                            if no_delta_note(cell) else "")
                 text += r" {\scriptsize(" + latex_escape(paper) + note + ")}"
             texts.append(text)
         lines.append(latex_escape(label) + " & " + " & ".join(texts) + r" \\")
@@ -381,7 +391,7 @@ def _html_grid(result: TableResult, statistic: str | None) -> list[str]:
                 delta = delta_text(cell, statistic)
                 css = "neg" if delta.startswith("-") else "pos"
                 note = (f' <span class="{css}">Δ {delta}</span>' if delta else
-                        (" synthetic" if cell.synthetic and cell.summary else ""))
+                        (f" {html.escape(no_delta_note(cell))}" if no_delta_note(cell) else ""))
                 text += f'<br><span class="paper">{html.escape(paper)}{note}</span>'
             cells.append(f"<td>{text}</td>")
         row_class = ' class="only"' if only else ""

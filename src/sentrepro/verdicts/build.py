@@ -8,11 +8,14 @@ summary: seeds vary), **deterministic** (a frozen model: one evaluation, no seed
 
 * ours: difference of the sides' headline seed statistics (best-of-N or mean, or the column's
   forced statistic), a - b;
-* seed interval: two trained sides -> :func:`sentrepro.stats.seed_interval` (Welch's t for means
-  with n >= 3 per side, else a bootstrap over seeds); a trained side against a constant (a
-  deterministic or published side) -> :func:`sentrepro.stats.one_sample_interval`; two constants -> none
-  needed (no seed variance). A trained side with fewer than 2 seeds makes the claim **not decidable**:
-  one run carries no seed variance, and no item-level interval can replace it;
+* seed intervals: two trained sides -> :func:`sentrepro.stats.seed_intervals` (Welch's t for means;
+  best-of-N: a bootstrap over seeds *and* Welch's t on the same seeds' means, both required; std or
+  range: a bootstrap *and* the F interval of the variance ratio); a
+  trained side against a constant (a deterministic or published side) ->
+  :func:`sentrepro.stats.one_sample_intervals`; two constants -> none needed (no seed variance). A
+  trained side with fewer than :data:`sentrepro.stats.MIN_SEEDS` (3) seeds makes the claim **not
+  decidable**: below that no interval over seeds keeps its error rate, and no item-level interval
+  can replace seed variance;
 * test-set interval (:func:`sentrepro.stats.paired_bootstrap`): from the per-pair cosines kept
   beside STS metrics files; every seed the statistic uses is scored on the same resample of each
   task (best-of-N: the selected seed); the Avg. column averages the tasks resampled independently;
@@ -43,19 +46,27 @@ from sentrepro.evaluation.item_scores import ItemScoresError, item_scores_file, 
 from sentrepro.fsutil import read_json, sha256_file
 from sentrepro.provenance import project_path
 from sentrepro.stats import (
+    HOLDS,
     INCONCLUSIVE,
     Interval,
     Noise,
     PairedTask,
+    exact_difference,
+    holm,
+    one_sided_p,
+    item_bootstrap_against_constant,
     magnitude_position,
+    MIN_SEEDS,
+    SPREAD_STATISTICS,
     minimum_detectable_difference,
-    one_sample_interval,
+    minimum_detectable_from_interval,
+    minimum_detectable_spread_difference,
+    one_sample_intervals,
     paired_bootstrap,
-    seed_interval,
+    seed_intervals,
     signed_magnitude,
     standard_error,
     verdict,
-    welch_interval,
     within_noise,
 )
 from sentrepro.tables.build import Cell, TableResult, build_table, metric_value, paper_value
@@ -68,8 +79,9 @@ NOT_DECIDABLE = "not decidable"
 UNDERPOWERED = "inconclusive — underpowered"
 NOT_JUDGED = "not judged"
 TRAINED, DETERMINISTIC, PUBLISHED = "trained", "deterministic", "published"
-# why a claim was not run, in the order the summary lists them
-NOT_RUN_CAUSES = ("reported only", "average left empty", "metric missing", "no run in this experiment")
+# why a claim was not run, in order of precedence (a claim takes the first that applies to either side: a side
+# with no run at all explains it before the other side's empty average) and the order the summary lists them
+NOT_RUN_CAUSES = ("no run in this experiment", "metric missing", "average left empty", "reported only")
 STS_TASKS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness")
 NOISE_STATISTICS = ("mean", "best")   # a forced std/max/range column is not a noisy estimate of the paper's
 
@@ -88,6 +100,7 @@ class SideResult:
     missing: tuple = ()                     # an aggregate (Avg.) the table left empty: the columns it lacks
     kind: str | None = None                 # trained / deterministic / published; None: no number
     paper_seeds: int | None = None          # seeds behind the paper's number (reported statistic or max_seeds)
+    digits: int = 2                         # decimals the table prints this cell with (the spec's `digits`)
 
     @property
     def ours(self) -> float | None:
@@ -127,6 +140,7 @@ class ClaimResult:
     seed_note: str = ""
     items: Interval | None = None
     items_note: str = ""
+    exact: Interval | None = None                           # two deterministic population numbers: a point
     verdict: str = NOT_RUN
     why: str = ""                                           # what decided (or blocked) the verdict
     cause: str = ""                                         # not run: one of NOT_RUN_CAUSES
@@ -134,16 +148,28 @@ class ClaimResult:
     mdd: float | None = None                                # minimum detectable difference (80% power)
     mdd_basis: str = ""
     magnitude: dict = field(default_factory=dict)           # interval method -> inside / ours smaller / larger
-    mean_check: Interval | None = None                      # best-of-N claims: Welch's t on the seeds' means
+    gate: Interval | None = None            # required too: best-of-N's t on the means, a spread's F ratio
     labels: list = field(default_factory=list)              # stand-in / synthetic / partial average
     notes: list = field(default_factory=list)
     item_files: dict = field(default_factory=dict)          # "a"/"b" -> {seed: Path}
+    p_value: float | None = None                            # judged: one-sided p of "holds" (the largest interval's)
+    holm_holds: bool | None = None                          # judged: still holds under Holm over the judged claims
+
+    @property
+    def paper_values(self) -> tuple[float | None, float | None]:
+        """The paper's a and b: its tables' numbers, else the values its text quotes (``paper_values``)."""
+        quoted = self.claim.get("paper_values") or [None, None]
+        return tuple(s.paper.value if s.paper is not None and s.paper.value is not None else q
+                     for s, q in zip((self.a, self.b), quoted))
 
     @property
     def paper_delta(self) -> float | None:
-        if self.a.paper is None or self.b.paper is None or None in (self.a.paper.value, self.b.paper.value):
-            return None
-        return self.a.paper.value - self.b.paper.value
+        a, b = self.paper_values
+        return None if a is None or b is None else a - b
+
+    @property
+    def digits(self) -> int:
+        return max(self.a.digits, self.b.digits)
 
     @property
     def partial(self) -> bool:
@@ -163,7 +189,7 @@ class ClaimResult:
         return {m: p == "inside" for m, p in self.magnitude.items()}
 
     def intervals(self) -> list[Interval]:
-        return [i for i in (self.seed, self.items) if i is not None]
+        return [i for i in (self.seed, self.gate, self.items, self.exact) if i is not None]
 
 
 @dataclass
@@ -221,7 +247,7 @@ class Tables:
         seeds = (paper.statistic or {}).get("seeds") if paper is not None else None
         return SideResult(side, printed_row, cell, paper, selector.get("suite"), selector.get("key"),
                           reported_only, selector.get("backbone"), ran, missing, kind,
-                          seeds or spec.get("max_seeds"))
+                          seeds or spec.get("max_seeds"), spec.get("digits", 2))
 
 
 _TRAINED: dict[str, bool] = {}
@@ -307,13 +333,32 @@ def _test_set_interval(result: ClaimResult, settings: dict) -> None:
     result.item_files = {"a": files_a, "b": files_b}
 
 
+def _items_against_constant(result: ClaimResult, settings: dict) -> None:
+    """A deterministic STS side against a published number: a bootstrap over our side's items
+    (the published side's per-item scores do not exist). A trained side has its seed interval."""
+    a, b = result.a, result.b
+    ours, published = (a, b) if b.kind == PUBLISHED else (b, a)
+    if ours.kind != DETERMINISTIC or ours.suite != "sts":
+        result.items_note = "no test-set interval: one side is a published number (no per-item scores)"
+        return
+    try:
+        predictions, gold, files, tasks = _item_tasks(ours, ours.key)
+    except ItemScoresError as exc:
+        result.items_note = f"no test-set interval: {exc}"
+        return
+    result.items = item_bootstrap_against_constant(
+        {t: (predictions[t], gold[t]) for t in tasks}, ours.statistic, published.ours, constant_first=ours is b,
+        n_resamples=settings["item_resamples"], seed=settings["item_seed"], level=settings["level"])
+    result.item_files = {"a" if ours is a else "b": files}
+
+
 def _seed_interval(result: ClaimResult, tables: Tables, settings: dict) -> str | None:
     """Set ``result.seed`` by the sides' kinds; returns why the claim is not decidable, else None."""
     a, b = result.a, result.b
-    short = [s for s in (a, b) if s.kind == TRAINED and s.n < 2]
+    short = [s for s in (a, b) if s.kind == TRAINED and s.n < MIN_SEEDS]
     if short:
-        return "; ".join(f"{s.label} is a trained side with {s.n} seed: one run carries no seed variance, "
-                         "so no interval can separate the methods from the seed (at least 2 seeds needed)"
+        return "; ".join(f"{s.label} is a trained side with {s.n} seed(s): below {MIN_SEEDS} seeds no interval "
+                         "over seeds keeps its stated error rate, so none can separate the methods from the seed"
                          for s in short)
     options = dict(n_resamples=settings["seed_resamples"], seed=settings["seed_seed"], level=settings["level"])
     if a.kind == TRAINED and b.kind == TRAINED:
@@ -321,18 +366,17 @@ def _seed_interval(result: ClaimResult, tables: Tables, settings: dict) -> str |
             result.seed_note = f"no seed interval: the sides use different statistics ({a.statistic} vs {b.statistic})"
             return None
         values_a, values_b = list(a.cell.per_seed.values()), list(b.cell.per_seed.values())
-        result.seed = seed_interval(values_a, values_b, a.statistic,
-                                    selection_a=_selection(a, tables.specs[a.side.table]),
-                                    selection_b=_selection(b, tables.specs[b.side.table]), **options)
-        if a.statistic == "best":
-            # a maximum of at most 4 values is a coarse statistic: the mean of the same seeds beside it
-            result.mean_check = welch_interval(values_a, values_b, settings["level"])
+        found = seed_intervals(values_a, values_b, a.statistic,
+                               selection_a=_selection(a, tables.specs[a.side.table]),
+                               selection_b=_selection(b, tables.specs[b.side.table]), **options)
+        result.seed, result.gate = (found + [None, None])[:2]
         return None
     if TRAINED in (a.kind, b.kind):
         varying, constant = (a, b) if a.kind == TRAINED else (b, a)
-        result.seed = one_sample_interval(list(varying.cell.per_seed.values()), constant.ours, varying.statistic,
-                                          selection=_selection(varying, tables.specs[varying.side.table]),
-                                          constant_first=varying is b, **options)
+        found = one_sample_intervals(list(varying.cell.per_seed.values()), constant.ours, varying.statistic,
+                                     selection=_selection(varying, tables.specs[varying.side.table]),
+                                     constant_first=varying is b, **options)
+        result.seed, result.gate = (found + [None, None])[:2]
         result.seed_note = f"{constant.label} is {constant.kind}: tested as a constant"
         return None
     result.seed_note = "no seed interval needed: both sides are constants (deterministic or published)"
@@ -352,8 +396,22 @@ def _cause(side: SideResult) -> tuple[str, str]:
 
 
 def _power(result: ClaimResult, level: float) -> None:
-    """The minimum detectable difference at these seeds (ours; the paper's std and seeds where we have
-    no spread), and the basis it was computed on."""
+    """The minimum detectable difference of the claim's own statistic, and the basis it was computed on.
+
+    Seeds (ours; the paper's std and seeds where we have no spread): a difference of means (best-of-N
+    treated as a mean) or, for a std or range claim, of that spread statistic. Two deterministic sides
+    have no seed noise: the test-set (items) interval's noise, or 0 for an exact difference.
+    """
+    if result.a.kind == result.b.kind == DETERMINISTIC:
+        if result.items is not None:
+            result.mdd = minimum_detectable_from_interval(result.items, level=level)
+            result.mdd_basis = "both sides deterministic: the test-set interval's noise (80% power)"
+        elif result.exact is not None:
+            result.mdd, result.mdd_basis = 0.0, "both sides deterministic and exact: no noise"
+        else:
+            result.mdd_basis = "no minimum detectable difference: two deterministic sides and no interval"
+        return
+    statistic = result.a.statistic or result.b.statistic
     parts, args = [], []
     for s in (result.a, result.b):
         if s.kind in (DETERMINISTIC, PUBLISHED):
@@ -371,8 +429,12 @@ def _power(result: ClaimResult, level: float) -> None:
         else:
             result.mdd_basis = f"no minimum detectable difference: no seed spread for {s.label}"
             return
-    result.mdd = minimum_detectable_difference(*args, level=level)
-    result.mdd_basis = "; ".join(parts) + " (80% power; best-of-N treated as a mean)"
+    if statistic in SPREAD_STATISTICS:
+        result.mdd = minimum_detectable_spread_difference(statistic, *args, level=level)
+        result.mdd_basis = "; ".join(parts) + f" (80% power, of the difference of the {statistic} over seeds)"
+    else:
+        result.mdd = minimum_detectable_difference(*args, level=level)
+        result.mdd_basis = "; ".join(parts) + " (80% power; best-of-N treated as a mean)"
 
 
 def _underpowered(result: ClaimResult) -> bool:
@@ -399,7 +461,10 @@ def judge(claim: dict, tables: Tables, settings: dict) -> ClaimResult:
     if missing or {result.a.kind, result.b.kind} == {PUBLISHED}:
         causes = [_cause(s) for s in missing] or [("reported only", "both sides are published numbers only")]
         result.cause = next(c for c in NOT_RUN_CAUSES if c in {k for k, _ in causes})
-        result.why = "; ".join(f"{s.label}: {text}" for s, (_, text) in zip(missing, causes)) or causes[0][1]
+        by_text: dict[str, list[str]] = {}                 # the same explanation for both sides is said once
+        for s, (_, text) in zip(missing, causes):
+            by_text.setdefault(text, []).append(s.label)
+        result.why = "; ".join(f"{' and '.join(labels)}: {text}" for text, labels in by_text.items()) or causes[0][1]
         _power(result, settings["level"])
         return result
     result.ours_delta = result.a.ours - result.b.ours
@@ -416,9 +481,13 @@ def judge(claim: dict, tables: Tables, settings: dict) -> ClaimResult:
     result.labels = list(dict.fromkeys(result.labels))
     blocked = _seed_interval(result, tables, settings)
     if PUBLISHED in (result.a.kind, result.b.kind):
-        result.items_note = "no test-set interval: one side is a published number (no per-item scores)"
+        _items_against_constant(result, settings)
     else:
         _test_set_interval(result, settings)
+    if claim.get("exact") and result.a.kind == result.b.kind == DETERMINISTIC:
+        result.exact = exact_difference(result.a.ours, result.b.ours, claim["exact"])
+        result.seed_note = "no seed interval needed: both sides are deterministic over a whole population"
+
     _power(result, settings["level"])
     intervals = result.intervals()
     options = {"margin": float(claim.get("margin", 0.0)), "at_least": claim.get("at_least")}
@@ -434,7 +503,8 @@ def judge(claim: dict, tables: Tables, settings: dict) -> ClaimResult:
                           f"{'margin' if claim['direction'] == 'no_gain' else 'difference the paper claims'}")
     target = signed_magnitude(claim.get("magnitude"), claim["direction"])
     if target is not None and not result.partial:
-        result.magnitude = {i.method: magnitude_position(i, target) for i in intervals}
+        # the stated size is of the headline statistic: the gate (means, variance ratio) is not its interval
+        result.magnitude = {i.method: magnitude_position(i, target) for i in intervals if i is not result.gate}
     if result.flagged:
         result.computed, result.verdict = computed, NOT_JUDGED
         result.why = ("computed on a stand-in backbone or synthetic data for the code path only "
@@ -442,6 +512,24 @@ def judge(claim: dict, tables: Tables, settings: dict) -> ClaimResult:
     else:
         result.verdict = computed
     return result
+
+
+def judged(results: list[ClaimResult]) -> list[ClaimResult]:
+    """The claims judged on the papers' backbones and real data (every verdict but not run / not judged)."""
+    return [r for r in results if r.verdict not in (NOT_RUN, NOT_JUDGED)]
+
+
+def multiplicity(results: list[ClaimResult], level: float) -> None:
+    """Each judged claim's one-sided p-value of "holds" (the largest over its intervals: every one must
+    agree; 1 with none) and whether it still holds under Holm's correction over the judged claims at one
+    tail of ``level``."""
+    family = judged(results)
+    for r in family:
+        options = {"margin": float(r.claim.get("margin", 0.0)), "at_least": r.claim.get("at_least")}
+        r.p_value = max((one_sided_p(i, r.claim["direction"], level=level, **options) for i in r.intervals()),
+                        default=1.0)
+    for r, rejected in zip(family, holm([r.p_value for r in family], (1 - level) / 2)):
+        r.holm_holds = rejected and r.verdict == HOLDS
 
 
 def partial_average(side: SideResult) -> list[str] | None:
@@ -491,6 +579,27 @@ def _spread(side: SideResult, spreads: dict) -> tuple[float, str] | None:
     return None
 
 
+RANDOM_EVALUATIONS = {"clustering": "KMeans restarts", "wos": "the probe's seed and split"}
+
+
+def evaluation_noise(side: SideResult) -> tuple[float, str] | None:
+    """A frozen cell's noise from its own evaluation's randomness, where the metrics file measures it:
+    clustering keeps every KMeans restart's accuracy (``acc_std``, population std over ``seeds``), so the
+    reported mean has standard error std / sqrt(n - 1); the Avg. averages the sets' means. None where
+    the evaluation is deterministic or its randomness is not measured (WOS: one probe seed)."""
+    if side.suite != "clustering" or side.cell is None:
+        return None
+    results = read_json(next(iter(side.cell.files.values())))["results"]
+    names = [side.key] if side.key != "avg" else [k for k, v in results.items()
+                                                   if k != "avg" and isinstance(v, dict) and "acc_std" in v]
+    entries = [results.get(name) or {} for name in names]
+    if not entries or any("acc_std" not in e or len(e.get("seeds") or []) < 2 for e in entries):
+        return None
+    ses = [e["acc_std"] / np.sqrt(len(e["seeds"]) - 1) for e in entries]
+    se = float(np.sqrt(np.sum(np.square(ses))) / len(ses))
+    return se, f"ours frozen, noise of its {len(entries[0]['seeds'])} KMeans restarts: se {se:.2f}"
+
+
 def _noise(side: SideResult, spreads: dict) -> CellNoise:
     cell, paper = side.cell, side.paper
     partial = partial_average(side)
@@ -504,30 +613,45 @@ def _noise(side: SideResult, spreads: dict) -> CellNoise:
     if cell.statistic not in NOISE_STATISTICS:
         return CellNoise(cell, None, f"a {cell.statistic} over seeds is not compared for noise")
     spread = _spread(side, spreads)
-    if side.kind == DETERMINISTIC:
+    # like with like: a paper row whose number is another statistic (the † rows: a mean of 10 seeds in a
+    # best-of-4 table) is set against the same statistic of our seeds
+    statistic, ours_value, like = cell.statistic, cell.value, ""
+    other = (paper.statistic or {}).get("stat")
+    if other and other != cell.statistic and cell.summary is not None and cell.summary.stat(other) is not None:
+        statistic, ours_value = other, cell.summary.stat(other)
+        like = f"like with like: our {other} of {cell.n} seeds against the paper's {other} ({paper.statistic['where']})"
+    measured = evaluation_noise(side) if side.kind == DETERMINISTIC else None
+    if measured is not None:
+        ours_se, ours_basis = measured
+    elif side.kind == DETERMINISTIC and side.suite in RANDOM_EVALUATIONS:
+        return CellNoise(cell, None, f"frozen, but the {side.suite} evaluation is random "
+                                     f"({RANDOM_EVALUATIONS[side.suite]}) and its spread is not measured")
+    elif side.kind == DETERMINISTIC:
         ours_se, ours_basis = 0.0, "ours deterministic (se 0)"
-    elif standard_error(cell.std, cell.n, cell.statistic) is not None:
-        ours_se = standard_error(cell.std, cell.n, cell.statistic)
-        ours_basis = f"our se {ours_se:.2f} ({cell.statistic} of {cell.n} seeds)"
+    elif standard_error(cell.std, cell.n, statistic) is not None:
+        ours_se = standard_error(cell.std, cell.n, statistic)
+        ours_basis = f"our se {ours_se:.2f} ({statistic} of {cell.n} seeds)"
     elif spread is not None:
         ours_se, ours_basis = spread[0], f"ours one run: {spread[1]}"
     else:
         return CellNoise(cell, None, f"one run of ours and no published spread for suite {side.suite}")
     paper_n = side.paper_seeds
     if paper.std is not None:
-        se = standard_error(paper.std, paper_n, cell.statistic) if paper_n else None
+        se = standard_error(paper.std, paper_n, statistic) if paper_n else None
         paper_se, paper_basis = ((se, f"paper se {se:.2f} (std {paper.std:.2f}, n={paper_n})") if se is not None
                                  else (paper.std, f"paper std {paper.std:.2f} (seeds unknown)"))
+    elif measured is not None:
+        paper_se, paper_basis = ours_se, "paper: the same protocol's noise as ours"
     elif side.kind == DETERMINISTIC:
         paper_se, paper_basis = 0.0, "paper deterministic (se 0)"
     elif spread is not None:
-        n = paper_n if cell.statistic == "mean" and paper_n and paper_n > 1 else 1
+        n = paper_n if statistic == "mean" and paper_n and paper_n > 1 else 1
         paper_se = spread[0] * np.sqrt(n / (n - 1)) / np.sqrt(n) if n > 1 else spread[0]
         paper_basis = f"paper prints no std: {spread[1]}" + (f", n={n}" if n > 1 else ", one run")
     else:
         return CellNoise(cell, None, f"the paper prints no std and no published spread for suite {side.suite}")
-    noise = within_noise(cell.value, ours_se, paper.value, paper_se,
-                         basis=f"{paper_basis}; {ours_basis}", rounding=0.5 * 10 ** -cell.digits)
+    basis = "; ".join(b for b in (like, paper_basis, ours_basis) if b)
+    noise = within_noise(ours_value, ours_se, paper.value, paper_se, basis=basis, rounding=0.5 * 10 ** -cell.digits)
     return CellNoise(cell, noise)
 
 
@@ -537,6 +661,7 @@ def build_verdicts(claims: dict, metrics_files: list[Path], backbones: dict, exp
     tables = Tables(claim_tables(claims), [Path(p) for p in metrics_files], backbones, reported)
     settings = dict(claims["bootstrap"])
     results = [judge(claim, tables, settings) for claim in claims["claims"]]
+    multiplicity(results, settings["level"])
     spreads = suite_spreads(tables)
     return VerdictResult(experiment=experiment, claims=results, not_checked=list(claims.get("not_checked") or []),
                          cells=cell_noise(tables, spreads),

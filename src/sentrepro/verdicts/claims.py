@@ -23,7 +23,7 @@ CLAIMS_PATH = (Path(__file__).resolve().parent / PACKAGE_DATA[0]).resolve()
 TOP_FIELDS = {"bootstrap", "claims", "not_checked"}
 CLAIM_FIELDS = {"id", "paper", "file", "line", "quote", "text", "table", "column", "a", "b", "direction",
                 "magnitude", "numbers", "paper_values", "note", "kind", "margin", "margin_why", "at_least",
-                "inconsistency"}
+                "inconsistency", "exact"}
 REQUIRED = ("id", "paper", "file", "line", "quote", "text", "table", "column", "a", "b", "direction")
 NOT_CHECKED_FIELDS = {"id", "file", "line", "quote", "why"}
 BOOTSTRAP_FIELDS = {"item_resamples", "item_seed", "seed_resamples", "seed_seed", "level"}
@@ -120,6 +120,8 @@ def validate_claims(data: dict, path: Path = CLAIMS_PATH) -> dict:
         if "at_least" in claim and (claim["direction"] == "no_gain" or not isinstance(claim["at_least"], (int, float))
                                     or claim["at_least"] <= 0):
             raise ClaimsError(f"{where}: 'at_least' is a positive size for a greater/less claim")
+        if "exact" in claim and not (isinstance(claim["exact"], str) and claim["exact"].strip()):
+            raise ClaimsError(f"{where}: 'exact' says why both sides are exact population numbers (a sentence)")
         if claim.get("paper_values") is not None and len(claim["paper_values"]) != 2:
             raise ClaimsError(f"{where}: paper_values must be [a, b]")
         for side in sides(claim):
@@ -153,16 +155,23 @@ def _producible_keys(config: dict, suite: str) -> set[str] | None:
 
 
 def plan_problems(data: dict, config: dict) -> dict[str, str]:
-    """claim id -> why the config's plan cannot produce one of its sides (none: every claim runnable).
+    """claim id -> why the config's plan cannot produce or cannot decide it (none: every claim decidable).
 
-    A reported-only side needs a published number (it is tested as that constant); any other side
-    needs a planned run filling its cell (:func:`sentrepro.tables.plan.unfilled_cells`: the runs, the
-    suite enabled with its ``runs`` filter, stand-ins included) and a metric key the suite writes.
+    Produce: a reported-only side needs a published number (it is tested as that constant); any other
+    side needs a planned run filling its cell (:func:`sentrepro.tables.plan.unfilled_cells`: the runs,
+    the suite enabled with its ``runs`` filter, stand-ins included) and a metric key the suite writes.
+    Decide (the verdict builder's rule, :mod:`sentrepro.verdicts.build`): a trained side needs at least
+    :data:`sentrepro.stats.MIN_SEEDS` planned seeds (at most the spec's ``max_seeds`` are read); two
+    constants need an interval that is not over seeds: per-item STS scores on both deterministic sides
+    (paired bootstrap) or an ``exact`` claim; a deterministic side against a published number needs
+    its per-item STS scores; two published numbers never decide.
     """
-    from sentrepro.matrix import runs
+    from sentrepro import registry
     from sentrepro.evaluation.plan import enabled_suites, suite_runs
+    from sentrepro.matrix import runs
+    from sentrepro.stats import MIN_SEEDS
     from sentrepro.tables.build import paper_value
-    from sentrepro.tables.plan import unfilled_cells
+    from sentrepro.tables.plan import stands_in_for, table_inputs, unfilled_cells
     from sentrepro.tables.reported import load_reported
     from sentrepro.tables.spec import cell_selector
 
@@ -174,9 +183,10 @@ def plan_problems(data: dict, config: dict) -> dict[str, str]:
         return suite_runs(config, suite) if suite in enabled else []
 
     unfilled: dict[str, set] = {}
+    inputs: dict[str, list] = {}
     problems: dict[str, str] = {}
     for claim in data["claims"]:
-        why = []
+        why, kinds = [], []
         for side in sides(claim):
             spec = load_spec(side.table)
             row = next(r for r in spec["rows"] if r["label"] == side.row)
@@ -186,16 +196,58 @@ def plan_problems(data: dict, config: dict) -> dict[str, str]:
                 paper = paper_value(reported, spec, row, column, selector["key"])
                 if paper is None or paper.value is None:
                     why.append(f"{side.describe()}: reported only and the paper prints no number")
+                kinds.append(("published", selector["suite"]))
                 continue
             if side.table not in unfilled:
                 unfilled[side.table] = set(unfilled_cells(spec, all_runs, config["backbones"], planned))
+                inputs[side.table] = table_inputs(spec, all_runs, config["backbones"], planned)
             cell = (selector["backbone"], selector["method"], selector["suite"])
             if cell in unfilled[side.table]:
                 why.append(f"{side.describe()}: no planned run of {cell[1]} on {cell[0]} gets suite {cell[2]}")
+                kinds.append((None, selector["suite"]))
+            else:
+                kinds.append(_planned_kind(side, cell, inputs[side.table], config, registry, stands_in_for,
+                                           MIN_SEEDS, why))
             keys = _producible_keys(config, selector["suite"])
             if keys is not None and selector["key"] not in keys:
                 why.append(f"{side.describe()}: suite {selector['suite']} writes no '{selector['key']}' "
                            f"(it writes {', '.join(sorted(keys))})")
+        if not why:
+            why += _undecidable_constants(claim, kinds)
         if why:
             problems[claim["id"]] = "; ".join(why)
     return problems
+
+
+def _planned_kind(side: Side, cell: tuple, planned: list, config: dict, registry, stands_in_for, min_seeds: int,
+                  why: list) -> tuple[str, str]:
+    """("trained" or "deterministic", suite) of a planned cell; a trained cell with fewer than
+    ``min_seeds`` planned seeds adds its problem to ``why``."""
+    backbone, method, suite = cell
+    seeds = {run.seed for run, s in planned
+             if run.method == method and s == suite
+             and (run.backbone == backbone or backbone in stands_in_for(config["backbones"].get(run.backbone, {})))}
+    if not registry.method(config["methods"][method]["kind"]).trains:
+        return "deterministic", suite
+    if len(seeds) < min_seeds:
+        why.append(f"{side.describe()}: trained with {len(seeds)} planned seed(s), the verdict needs at least "
+                   f"{min_seeds}")
+    return "trained", suite
+
+
+def _undecidable_constants(claim: dict, kinds: list[tuple[str, str]]) -> list[str]:
+    """Why a claim with no trained side has no interval on this plan (empty when it has one)."""
+    names = [k for k, _ in kinds]
+    if "trained" in names:
+        return []
+    if names == ["published", "published"]:
+        return ["both sides are published numbers: nothing of ours to test"]
+    if names == ["deterministic", "deterministic"]:
+        if claim.get("exact") or all(s == "sts" for _, s in kinds):
+            return []
+        return ["two deterministic sides without per-item scores (suite "
+                f"{', '.join(sorted({s for _, s in kinds}))}) and not 'exact': no interval can decide"]
+    ours = next(s for k, s in kinds if k == "deterministic")
+    if ours == "sts":
+        return []
+    return [f"a deterministic {ours} number against a published one: no per-item scores, no interval"]

@@ -14,10 +14,12 @@ from __future__ import annotations
 import csv
 import html
 import io
+import math
 from pathlib import Path
 
 from sentrepro.fsutil import atomic_write_text
-from sentrepro.stats import false_reversed_chance
+from sentrepro.stats import MIN_SEEDS, false_call_bound
+from sentrepro.verdicts import page
 from sentrepro.verdicts.build import (
     NOT_DECIDABLE,
     NOT_JUDGED,
@@ -26,45 +28,51 @@ from sentrepro.verdicts.build import (
     UNDERPOWERED,
     ClaimResult,
     VerdictResult,
+    judged,
     row_provenance,
 )
 
 CSV_HEADER = ["claim", "paper", "source", "text", "direction", "claimed_magnitude", "a", "b", "statistic",
               "ours_a", "ours_b", "ours_delta", "seed_low", "seed_high", "seed_method", "items_low", "items_high",
               "items_method", "paper_a", "paper_b", "paper_delta", "verdict", "why", "not_run_cause", "computed_verdict",
-              "kind_a", "kind_b", "margin", "mdd", "magnitude", "labels", "notes", "provenance"]
+              "kind_a", "kind_b", "margin", "mdd", "magnitude", "labels", "notes", "p_value", "holm", "provenance"]
 CELLS_HEADER = ["table", "row", "column", "ours", "ours_std", "n", "paper", "paper_std", "delta", "combined_sd",
                 "within_noise", "basis"]
 
 HOW_TO_READ = (
     "How to read: each row is one comparative claim, a − b. *Ours* is the difference of the two cells' "
-    "headline seed statistic (as the tables show them) with two 95% intervals: **seeds** (two trained sides: "
-    "Welch's t for means with ≥ 3 seeds per side, else a bootstrap over seeds; a trained side against a "
-    "frozen model or a published number: a one-sample interval against that constant) and **items** (a "
+    "headline seed statistic (as the tables show them) with two 95% intervals: **seeds** (a trained side "
+    f"needs ≥ {MIN_SEEDS} seeds; two trained sides: Welch's t for means, and for best-of-N a bootstrap over "
+    "seeds that must agree with Welch's t on the same seeds' means, for a std or range the F interval of their "
+    "variance ratio; a trained side against a frozen model or "
+    "a published number: a one-sample interval against that constant) and **items** (a "
     "paired bootstrap over the STS test pairs: both sides scored on the same resampled pairs). **holds**: "
     "every interval excludes 0 in the claimed direction (an \"at least d\" claim: d; a \"no gain\" claim: "
     "every upper end at or below its stated margin); **reversed**: the opposite; **inconclusive**: an "
     "interval straddles; **inconclusive — underpowered**: the minimum detectable difference at these seeds "
     "(80% power) exceeds the paper's own difference, so even an exact reproduction would be inconclusive; "
-    "**not decidable**: a trained side has one seed; **not judged**: a stand-in backbone or synthetic data "
-    "(computed for the code path, never counted); **not run**: with its cause. *magnitude* says where the "
-    "paper's stated difference lies against each interval, apart from the sign.")
+    f"**not decidable**: a trained side has fewer than {MIN_SEEDS} seeds; **not judged**: a stand-in backbone or "
+    "synthetic data (computed for the code path, never counted); **not run**: with its cause. *magnitude* "
+    "says where the paper's stated difference lies against each interval, apart from the sign.")
 
 
-def _f(value: float | None, sign: bool = False) -> str:
+def _f(value: float | None, sign: bool = False, digits: int = 2) -> str:
+    """A number with the decimals its table prints (``digits``: anisotropy 4, scores 2)."""
     if value is None:
         return ""
-    return f"{value:+.2f}" if sign else f"{value:.2f}"
+    return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
 
 
-def _interval(i) -> str:
-    return "" if i is None else f"[{i.low:+.2f}, {i.high:+.2f}]"
+def _interval(i, digits: int = 2) -> str:
+    return "" if i is None else f"[{_f(i.low, True, digits)}, {_f(i.high, True, digits)}]"
 
 
 def _method_name(method: str) -> str:
     return {"welch-t": "seeds (Welch t)", "seed-bootstrap": "seeds (bootstrap)",
             "one-sample-t": "seeds (one-sample t)", "one-sample-bootstrap": "seeds (one-sample bootstrap)",
-            "paired-bootstrap": "items (paired bootstrap)"}.get(method, method)
+            "paired-bootstrap": "items (paired bootstrap)",
+            "item-bootstrap-vs-constant": "items (bootstrap against a published constant)",
+            "exact": "exact (whole population)"}.get(method, method)
 
 
 def magnitude_text(r: ClaimResult) -> str:
@@ -81,7 +89,7 @@ def claimed_text(r: ClaimResult) -> str:
     c = r.claim
     magnitude = c.get("magnitude")
     direction = {"greater": "a > b", "less": "a < b", "no_gain": "a ≤ b"}[c["direction"]]
-    text = direction + ("" if magnitude is None else f", by {magnitude:.2f}")
+    text = direction + ("" if magnitude is None else f", by {_f(magnitude, digits=r.digits)}")
     if c["direction"] == "no_gain":
         text += f" (margin {float(c.get('margin', 0.0)):.2f})"
     if c.get("at_least") is not None:
@@ -93,18 +101,22 @@ def ours_text(r: ClaimResult) -> str:
     if r.ours_delta is None:
         return "–"
     kinds = "" if {r.a.kind, r.b.kind} == {"trained"} else f", {r.a.kind} vs {r.b.kind}"
-    parts = [f"{r.ours_delta:+.2f} ({r.a.ours:.2f} vs {r.b.ours:.2f}, {r.a.statistic or r.b.statistic}{kinds})"]
-    parts.append(f"seeds {_interval(r.seed)}" if r.seed else "seeds: –")
-    parts.append(f"items {_interval(r.items)}" if r.items else "items: –")
+    d = r.digits
+    parts = [f"{_f(r.ours_delta, True, d)} ({_f(r.a.ours, digits=d)} vs {_f(r.b.ours, digits=d)}, "
+             f"{r.a.statistic or r.b.statistic}{kinds})"]
+    parts.append(f"seeds {_interval(r.seed, d)}" if r.seed else "seeds: –")
+    parts.append(f"items {_interval(r.items, d)}" if r.items else "items: –")
+    if r.exact:
+        parts.append("exact: both sides over a whole population")
     return "; ".join(parts)
 
 
 def paper_text(r: ClaimResult) -> str:
-    a = r.a.paper.value if r.a.paper else None
-    b = r.b.paper.value if r.b.paper else None
+    a, b = r.paper_values
+    d = r.digits
     if r.paper_delta is None:
-        return f"{_f(a) or '–'} vs {_f(b) or '–'}"
-    return f"{r.paper_delta:+.2f} ({a:.2f} vs {b:.2f})"
+        return f"{_f(a, digits=d) or '–'} vs {_f(b, digits=d) or '–'}"
+    return f"{_f(r.paper_delta, True, d)} ({_f(a, digits=d)} vs {_f(b, digits=d)})"
 
 
 def verdict_text(r: ClaimResult) -> str:
@@ -114,7 +126,9 @@ def verdict_text(r: ClaimResult) -> str:
     if r.verdict == NOT_RUN and r.cause:
         text += f" ({r.cause})"
     if r.mdd and r.verdict not in (NOT_RUN,):
-        text += f"; detectable ≥ {r.mdd:.2f}"
+        text += f"; detectable ≥ {_f(r.mdd, digits=r.digits)}"
+    if r.holm_holds is not None and r.verdict == "holds":
+        text += "; holds after Holm" if r.holm_holds else "; not after Holm"
     magnitude = magnitude_text(r)
     if magnitude:
         text += f"; magnitude {magnitude}"
@@ -126,9 +140,24 @@ def claim_label(r: ClaimResult) -> str:
 
 
 def notes_text(r: ClaimResult) -> str:
-    mean = ([f"beside best-of-N, the means of the same seeds: {r.mean_check.estimate:+.2f} "
-             f"{_interval(r.mean_check)} (Welch's t, not used by the verdict)"] if r.mean_check else [])
-    return "; ".join([n for n in (r.why,) if n] + r.notes + [n for n in (r.seed_note, r.items_note) if n] + mean)
+    return "; ".join(note_parts(r))
+
+
+def gate_text(r: ClaimResult) -> str:
+    """The second seed interval a verdict needs: the means of best-of-N's seeds, or a spread's variance ratio."""
+    g = r.gate
+    if g.method == "variance-ratio-f":
+        return (f"a spread claim needs the same seeds' variance ratio to agree too: sd ratio {math.exp(g.estimate):.2f} "
+                f"[{math.exp(g.low):.2f}, {math.exp(g.high):.2f}] (F interval, part of the verdict)")
+    return (f"best-of-N needs its seeds' means to agree too: {_f(g.estimate, True, r.digits)} "
+            f"{_interval(g, r.digits)} ({_method_name(g.method)} on the means, part of the verdict)")
+
+
+def note_parts(r: ClaimResult) -> list[str]:
+    """A claim's notes, each once: what decided it, the claim's own notes, why an interval is missing."""
+    mean = [gate_text(r)] if r.gate else []
+    parts = [n for n in (r.why,) if n] + r.notes + [n for n in (r.seed_note, r.items_note) if n] + mean
+    return list(dict.fromkeys(parts))
 
 
 # --- CSV -----------------------------------------------------------------------------------------------
@@ -140,18 +169,28 @@ def to_csv(result: VerdictResult) -> str:
     writer.writerow(CSV_HEADER)
     for r in result.claims:
         c = r.claim
+        d = r.digits
         writer.writerow([
-            c["id"], c["paper"], f"{c['file']}:{c['line']}", c["text"], c["direction"], _f(c.get("magnitude")),
-            r.a.side.describe(), r.b.side.describe(), r.a.statistic or "", _f(r.a.ours), _f(r.b.ours),
-            _f(r.ours_delta, True), _f(r.seed.low if r.seed else None, True),
-            _f(r.seed.high if r.seed else None, True), r.seed.detail if r.seed else r.seed_note,
-            _f(r.items.low if r.items else None, True), _f(r.items.high if r.items else None, True),
+            c["id"], c["paper"], f"{c['file']}:{c['line']}", c["text"], c["direction"],
+            _f(c.get("magnitude"), digits=d),
+            r.a.side.describe(), r.b.side.describe(), r.a.statistic or "", _f(r.a.ours, digits=d),
+            _f(r.b.ours, digits=d), _f(r.ours_delta, True, d), _f(r.seed.low if r.seed else None, True, d),
+            _f(r.seed.high if r.seed else None, True, d), r.seed.detail if r.seed else r.seed_note,
+            _f(r.items.low if r.items else None, True, d), _f(r.items.high if r.items else None, True, d),
             r.items.detail if r.items else r.items_note,
-            _f(r.a.paper.value if r.a.paper else None), _f(r.b.paper.value if r.b.paper else None),
-            _f(r.paper_delta, True), r.verdict, r.why, r.cause, r.computed, r.a.kind or "", r.b.kind or "",
-            _f(c.get("margin")), _f(r.mdd), magnitude_text(r), "; ".join(r.labels), "; ".join(r.notes),
+            _f(r.paper_values[0], digits=d), _f(r.paper_values[1], digits=d),
+            _f(r.paper_delta, True, d), r.verdict, r.why, r.cause, r.computed, r.a.kind or "", r.b.kind or "",
+            _f(c.get("margin")), _f(r.mdd, digits=d), magnitude_text(r), "; ".join(r.labels), "; ".join(r.notes),
+            "" if r.p_value is None else f"{r.p_value:.4f}", holm_text(r),
             row_provenance(r, result.claims_file)])
     return buffer.getvalue()
+
+
+def holm_text(r: ClaimResult) -> str:
+    """The Holm column: a judged claim that holds, still holding (or not) under Holm's correction."""
+    if r.holm_holds is None:
+        return ""
+    return "holds" if r.holm_holds else ("not after Holm" if r.verdict == "holds" else "–")
 
 
 def to_cells_csv(result: VerdictResult) -> str:
@@ -190,7 +229,7 @@ def counts(result: VerdictResult) -> dict[str, int]:
 
 def summary(result: VerdictResult) -> str:
     found = counts(result)
-    judged = [r for r in result.claims if r.verdict not in (NOT_RUN, NOT_JUDGED)]
+    judged_claims = judged(result.claims)
     sign = ", ".join(f"{found.get(k, 0)} {k}" for k in ("holds", "reversed", "inconclusive", UNDERPOWERED,
                                                           NOT_DECIDABLE))
     causes: dict[str, int] = {}
@@ -199,22 +238,36 @@ def summary(result: VerdictResult) -> str:
             causes[r.cause] = causes.get(r.cause, 0) + 1
     not_run = ", ".join(f"{causes[c]} {c}" for c in NOT_RUN_CAUSES if causes.get(c))
     positions: dict[str, int] = {}
-    for r in judged:
+    for r in judged_claims:
         for position in set(r.magnitude.values()) if r.magnitude else ():
             positions[position] = positions.get(position, 0) + 1
-    stated = sum(1 for r in judged if r.claim.get("magnitude") is not None)
+    stated = sum(1 for r in judged_claims if r.claim.get("magnitude") is not None)
     magnitude = (f"Magnitude, apart from the sign ({stated} judged claims state one): "
                  + (", ".join(f"{n} with the stated size {p} an interval" if p == "inside" else f"{n} {p} than stated"
                               for p, n in sorted(positions.items())) or "none tested") + ".")
-    level = result.settings["bootstrap"]["level"]
-    chance = false_reversed_chance(len(result.claims), level)
-    multiplicity = (f"Multiplicity: {len(result.claims)} claims, each tested at {level:.0%} without correction: "
-                    f"were every claim true, the chance of at least one false \"reversed\" is "
-                    f"{chance:.0%} (one tail of {(1 - level) / 2:.1%} per claim, independent claims).")
-    return (f"{len(result.claims)} claims. Judged on the papers' backbones and real data: {len(judged)} — {sign}. "
+    multiplicity = multiplicity_text(result)
+    return (f"{len(result.claims)} claims. Judged on the papers' backbones and real data: {len(judged_claims)} — "
+            f"{sign}. "
             f"Not judged (stand-in or synthetic, computed for the code path only, not counted): "
             f"{found.get(NOT_JUDGED, 0)}. Not run: {found.get(NOT_RUN, 0)}" + (f" ({not_run})" if not_run else "")
-            + f". {len(result.not_checked)} statements not checked (listed below). {magnitude} {multiplicity}")
+            + f". {len(result.not_checked)} statements not checked (listed below). {magnitude}"
+            + (f" {multiplicity}" if multiplicity else ""))
+
+
+def multiplicity_text(result: VerdictResult) -> str:
+    """Over the judged claims only, as an upper bound; empty when nothing is judged (no figure for nothing)."""
+    family = judged(result.claims)
+    if not family:
+        return ""
+    level = result.settings["bootstrap"]["level"]
+    tail = (1 - level) / 2
+    held = [r for r in family if r.verdict == "holds"]
+    return (f"Multiplicity: {len(family)} judged claims, each tested at one tail of {tail:.1%} without correction: "
+            f"the chance of at least one false call among them is at most {false_call_bound(len(family), level):.0%} "
+            f"(the union bound: it needs no independence, and the per-task claims share runs; {tail:.1%} per "
+            f"claim is itself reached only at a true difference exactly at the claim's threshold). Under Holm's "
+            f"correction over these {len(family)} claims (family-wise {tail:.1%}), "
+            f"{sum(1 for r in held if r.holm_holds)} of the {len(held)} that hold still hold (column holm).")
 
 
 def settings_text(result: VerdictResult) -> str:
@@ -266,47 +319,39 @@ def _h(text: str) -> str:
     return html.escape(text, quote=True)
 
 
-def to_html(result: VerdictResult) -> str:
-    colours = {"holds": "#d9f2d9", "reversed": "#f7d4d4", "inconclusive": "#f4f4f4", UNDERPOWERED: "#f4f4f4",
-               NOT_DECIDABLE: "#fff6d5", NOT_JUDGED: "#e8eef7", NOT_RUN: "#ffffff"}
-    out = ["<!DOCTYPE html>", "<html><head><meta charset='utf-8'>",
-           f"<title>Reproduction verdicts: {_h(result.experiment)}</title>",
-           "<style>table{border-collapse:collapse;font-size:90%}td,th{border:1px solid #ccc;padding:3px 6px;"
-           "vertical-align:top}th{background:#eee}</style></head><body>",
-           f"<h1>Reproduction verdicts: {_h(result.experiment)}</h1>"]
-    if banner(result):
-        out.append(f"<p><strong>{_h(banner(result).replace('**', ''))}</strong></p>")
-    out += [f"<p>{_h(summary(result))}</p>", f"<p>{_h(HOW_TO_READ.replace('**', '').replace('*', ''))}</p>",
-            "<table><tr><th>id</th><th>claim</th><th>source</th><th>claimed</th><th>ours: a − b; 95% intervals</th>"
-            "<th>paper: a − b</th><th>verdict</th><th>notes</th></tr>"]
-    for r in result.claims:
-        c = r.claim
-        out.append(f"<tr style='background:{colours[r.verdict]}'>" + "".join(f"<td>{_h(x)}</td>" for x in [
-            c["id"], claim_label(r), f"{c['file']}:{c['line']}", claimed_text(r), ours_text(r), paper_text(r),
-            verdict_text(r), notes_text(r)]) + "</tr>")
-    out.append("</table>")
-    if result.not_checked:
-        out.append("<h2>Statements not checked</h2><ul>")
-        out += [f"<li>{_h(e['id'])} ({_h(e['file'])}:{e['line']}): “{_h(e['quote'])}” — {_h(e['why'])}</li>"
-                for e in result.not_checked]
-        out.append("</ul>")
-    out += ["<h2>Cells within the noise of the paper's number</h2>",
-            "<table><tr><th>table</th><th>row</th><th>column</th><th>ours</th><th>paper</th><th>ours − paper</th>"
-            "<th>combined sd</th><th>within noise</th></tr>"]
+def _columns(r: ClaimResult) -> tuple[str, str, str, str, str]:
+    """(claim, claimed, ours, paper, verdict detail) texts of a claim's page row."""
+    detail = verdict_text(r)[len(r.verdict):].lstrip(" ;")
+    return claim_label(r), claimed_text(r), ours_text(r), paper_text(r), detail
+
+
+def _cells_html(result: VerdictResult) -> list[str]:
+    out = ["<table><tr><th>table</th><th>row</th><th>column</th><th>ours</th><th>paper</th><th>ours − paper</th>"
+           "<th>combined sd</th><th>within noise</th></tr>"]
     for entry in result.cells:
         c, n = entry.cell, entry.noise
         out.append("<tr>" + "".join(f"<td>{_h(x)}</td>" for x in [
-            c.table, c.row, c.column, _f(c.value), _f(c.reported.value), _f(n.delta, True) if n else "",
-            _f(n.sd) if n else "", ("yes" if n.within else "no") if n else f"n/a ({entry.reason})"]) + "</tr>")
-    out += ["</table>", f"<p>{_h(settings_text(result))}</p>", "</body></html>", ""]
-    return "\n".join(out)
+            c.table, c.row, c.column, _f(c.value, digits=c.digits), _f(c.reported.value, digits=c.digits),
+            _f(n.delta, True, c.digits) if n else "", _f(n.sd, digits=c.digits) if n else "",
+            ("yes" if n.within else "no") if n else f"n/a ({entry.reason})"]) + "</tr>")
+    return out + ["</table>"]
+
+
+def to_html(result: VerdictResult, forest_name: str = "verdicts" + page.FOREST_SUFFIX) -> str:
+    """The verdict page (:mod:`sentrepro.verdicts.page`): grouped, badged, notes once, forest plot inlined
+    (and linked: ``forest_name``, the SVG written beside it)."""
+    return page.to_html(result, summary=summary(result), how_to_read=HOW_TO_READ.replace("**", "").replace("*", ""),
+                        banner=banner(result), settings=settings_text(result), cells_html=_cells_html(result),
+                        columns=_columns, parts=note_parts, forest_name=forest_name)
 
 
 def write_outputs(result: VerdictResult, out_prefix: Path) -> list[Path]:
-    """``<prefix>.md``, ``.csv``, ``.cells.csv`` and ``.html``, each written atomically."""
+    """``<prefix>.md``, ``.csv``, ``.cells.csv``, ``.html`` and the forest plot ``.forest.svg`` beside the
+    page, each written atomically."""
     out_prefix = Path(out_prefix)
     outputs = {".md": to_markdown(result), ".csv": to_csv(result), ".cells.csv": to_cells_csv(result),
-               ".html": to_html(result)}
+               ".html": to_html(result, out_prefix.name + page.FOREST_SUFFIX),
+               page.FOREST_SUFFIX: page.forest_svg(result)}
     paths = []
     for suffix, text in outputs.items():
         path = out_prefix.with_name(out_prefix.name + suffix)
