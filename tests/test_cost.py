@@ -105,7 +105,8 @@ def test_cost_command_on_the_paper_config(paper_jobs, tmp_path, monkeypatch, cap
     assert main(["cost", str(REPO / "config.yaml")]) == 0
     out = capsys.readouterr().out
     assert "Cost estimate for experiment 'paper'" in out and "cost_estimates.yaml" in out
-    assert "bert-base      simcse" in out and "GPU-hours" in out and out.rstrip().endswith("reference GPU).")
+    assert "bert-base      simcse" in out and "GPU-hours" in out and "reference GPU).\n\nDisk: " in out
+    assert out.rstrip().endswith("(same file system as results/).")  # the disk part last, its assumptions with it
     assert main(["cost", str(REPO / "config.yaml"), str(REPO / "profiles" / "demo" / "overlay.yaml")]) == 0
     assert "experiment 'demo'" in capsys.readouterr().out
     assert calls == [[str(REPO / "config.yaml")], [str(REPO / "config.yaml"), str(REPO / "profiles/demo/overlay.yaml")]]

@@ -26,7 +26,9 @@ TABLE = Path("results/wftest/tables/sts_main.csv")
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory, shared_data, tiny_models):
     workdir = tmp_path_factory.mktemp("wfrel")
-    write_overlay(workdir, tiny_overlay(shared_data, tiny_models))
+    overlay = tiny_overlay(shared_data, tiny_models)
+    overlay["training"]["keep_resume_state"] = True  # the truncated-checkpoint test below needs last/ of a finished run
+    write_overlay(workdir, overlay)
     snakemake(workdir)
     return workdir
 

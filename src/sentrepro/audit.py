@@ -84,6 +84,11 @@ def find_cell(csv_path: Path, row: str, column: str) -> dict:
 def _verify(path: Path, expected: str, report: AuditReport, indent: str, label: str) -> bool:
     report.checked += 1
     if not path.exists():
+        ledger, entry = report.ledger.entry(path)
+        if entry is not None and entry.get("dropped") and entry["sha256"] == expected:
+            report.lines.append(f"{indent}{label} {path}  DROPPED as planned ({entry['dropped']}; sha256 "
+                                f"{expected[:12]}… when dropped, {ledger}:{entry['line']})")
+            return False  # nothing to follow, and nothing wrong
         report.lines.append(f"{indent}{label} {path}  MISSING")
         report.problems.append(f"{path} (missing)")
         return False
@@ -351,13 +356,13 @@ def audit_verdict(csv_path: Path, claim: str) -> AuditReport:
 # --- exported folders (sentrepro export) ------------------------------------------------------------------
 
 
-EXPORT_RECORD = "sentrepro_export.json"
-
-
 def audit_export(folder: Path) -> AuditReport:
-    """An exported folder: every file against the sha256 its record lists (and no file unlisted), then the
-    record's provenance chain -- the STS metrics file, the run's training summary and checkpoint files (or the
-    backbone snapshot), the tables and verdicts it quotes -- as for a table cell."""
+    """An exported folder: every file against the sha256 its records list (the weights export's and the model
+    card's; no file unlisted), then each record's provenance chain -- the STS metrics file, the run's training
+    summary and checkpoint files (or the backbone snapshot), the tables and verdicts the card quotes -- as for a
+    table cell. A weights file linked to the run's checkpoint (or the snapshot) is hashed like any other."""
+    from sentrepro.model_card import CARD_RECORD, EXPORT_RECORD
+
     folder = Path(folder)
     record_path = folder / EXPORT_RECORD
     if not record_path.exists():
@@ -365,13 +370,26 @@ def audit_export(folder: Path) -> AuditReport:
     record = json.loads(record_path.read_text(encoding="utf-8"))
     report = AuditReport()
     report.lines.append(f"export {record.get('name')}: {folder} ({len(record['folder_files'])} files)")
-    for rel, digest in sorted(record["folder_files"].items()):
-        _verify(folder / rel, digest, report, "- ", "file:")
-    listed = set(record["folder_files"]) | {EXPORT_RECORD}
+    records = [(record_path, record)]
+    card_path = folder / CARD_RECORD
+    if card_path.exists():
+        records.append((card_path, json.loads(card_path.read_text(encoding="utf-8"))))
+    else:
+        report.lines.append(f"- no model card ({CARD_RECORD}): the folder's weights and code only")
+    listed = {EXPORT_RECORD, CARD_RECORD}
+    for _, payload in records:
+        for rel, digest in sorted(payload["folder_files"].items()):
+            how = payload.get("weights", {}).get(rel)
+            label = f"file ({'linked to ' + how['source'] if how and how['how'] != 'copy' else 'copy'}):" if how \
+                else "file:"
+            _verify(folder / rel, digest, report, "- ", label)
+        listed |= set(payload["folder_files"])
     for path in sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
         if path.relative_to(folder).as_posix() not in listed:
             report.checked += 1
             report.lines.append(f"- file: {path}  NOT IN THE RECORD")
             report.problems.append(f"{path} (not written by the export)")
-    _follow(record_path, report, 0, set())
+    seen: set[Path] = set()
+    for path, _ in records:
+        _follow(path, report, 0, seen)
     return report

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -257,9 +258,12 @@ def cmd_train(args) -> int:
     run_dir = Path(args.run_dir)
     # runs/<backbone>/<method>/<run>: name the run as the workflow does
     progress = StepProgress("/".join(run_dir.parts[-3:]))
+    from sentrepro.core import KEEP_RESUME_STATE
+
     summary = run_training(spec, Path(args.tokenized), Path(args.dev_manifest), run_dir,
                            stop_after=args.stop_after, log=progress.line, progress=progress,
-                           model_manifest=args.model_manifest or None)
+                           model_manifest=args.model_manifest or None,
+                           keep_resume_state=os.environ.get(KEEP_RESUME_STATE, "1") != "0")
     if "interrupted_at" in summary:
         print(f"stopped at step {summary['interrupted_at']} as asked (--stop-after)")
         return 3
@@ -388,11 +392,22 @@ def cmd_export(args) -> int:
                             Path(args.model_manifest) if args.model_manifest else None, Path(args.out),
                             sts_metrics=Path(args.sts_metrics) if args.sts_metrics else None,
                             tables=[Path(t) for t in args.tables], verdicts=Path(args.verdicts) if args.verdicts else None,
-                            sts_data=Path(args.sts_data) if args.sts_data else None)
+                            sts_data=Path(args.sts_data) if args.sts_data else None, card=not args.no_card,
+                            store=Path(args.store) if args.store else None)
     except ExportError as exc:
         raise UsageError(str(exc)) from exc
-    print(f"exported {record['name']} to {args.out} ({len(record['folder_files'])} files; MTEB tasks: "
-          f"{', '.join(record['mteb_tasks']) or 'none'})")
+    linked = sum(1 for w in record["weights"].values() if w["how"] != "copy")
+    print(f"exported {record['name']} to {args.out} ({len(record['folder_files'])} files, {linked} of "
+          f"{len(record['weights'])} model files linked, not copied; MTEB tasks: {', '.join(record['mteb_tasks']) or 'none'})")
+    return 0
+
+
+def cmd_export_card(args) -> int:
+    from sentrepro.model_card import write_card
+
+    card = write_card(Path(args.folder), [Path(t) for t in args.tables], Path(args.verdicts) if args.verdicts else None)
+    print(f"wrote the model card of {card['name']} in {args.folder} ({len(card['table_cells'])} table cells, "
+          f"{len(card['verdicts'])} verdicts)")
     return 0
 
 
@@ -565,7 +580,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--verdicts", default="", help="verdicts.csv: its rows about this run go into the card")
     p.add_argument("--sts-data", default="", help="the STS source's MANIFEST.json (whitening refits its kernel)")
     p.add_argument("--out", required=True, help="the folder to write")
+    p.add_argument("--no-card", action="store_true", help="leave the model card to `sentrepro export-card` (what "
+                   "the workflow does, so an export depends on its own run only)")
+    p.add_argument("--store", default="", help="a folder for one content-addressed copy of each weights file, used "
+                   "where a hard link to the run's file is impossible (another file system)")
     p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("export-card", help="the model card of an exported folder: its cells in the tables and the "
+                       "verdicts about its run (README.md + sentrepro_card.json)")
+    p.add_argument("--folder", required=True, help="a folder `sentrepro export` wrote")
+    p.add_argument("--tables", nargs="*", default=[], help="table CSVs: their cells of this run go into the card")
+    p.add_argument("--verdicts", default="", help="verdicts.csv: its rows about this run go into the card")
+    p.set_defaults(func=cmd_export_card)
 
     p = sub.add_parser("audit", help="trace a table cell (or a verdict row, or an exported folder) back to raw "
                        "data and verify every hash")

@@ -38,6 +38,12 @@ class Run:
         return f"{self.backbone}/{self.method}/{self.run_id}"
 
 
+# "0": a finished training job drops its resume state last/ (sentrepro.train.drop_resume_state); "1" or unset:
+# keeps it. The workflow sets it from training.keep_resume_state (workflow/rules/inputs/train.smk): what a job
+# leaves on disk, never its result, so it travels outside the config slice and changing it reruns nothing.
+KEEP_RESUME_STATE = "SENTREPRO_KEEP_RESUME_STATE"
+
+
 def deep_merge(base: dict, overlay: dict) -> dict:
     """Recursively merge ``overlay`` into a copy of ``base`` (lists and scalars are replaced)."""
     merged = copy.deepcopy(base)

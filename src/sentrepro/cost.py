@@ -5,7 +5,8 @@ Counts come from the workflow's own plan: the jobs ``snakemake -n --forceall`` l
 on a fresh checkout (``tests/test_cost.py`` compares them with the dry run's Job stats). Hours come
 from the per-rule assumptions in ``cost_estimates.yaml`` (documented there): steps per run from the
 corpus size and batch size, seconds per step from the backbone's size class and the method's encoder
-passes, and a fixed time per evaluation job by suite and size class, all on one reference GPU.
+passes, and a fixed time per evaluation job by suite and size class, all on one reference GPU. Disk, per
+job kind, at the end and at the peak, is :mod:`sentrepro.disk_cost` on the same plan.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import yaml
 
 from sentrepro import registry
 from sentrepro.core import method_params
+from sentrepro.disk_cost import estimate_disk, format_disk
 from sentrepro.fsutil import parse_yaml
 from sentrepro.matrix import runs
 
@@ -113,6 +115,7 @@ class CostEstimate:
     evaluation: list[EvaluationLine] = field(default_factory=list)
     other_jobs: dict = field(default_factory=dict)
     unfilled: dict = field(default_factory=dict)   # table -> (paper backbone, method, suite) no run fills
+    disk: object = None                            # sentrepro.disk_cost.DiskEstimate
 
     @property
     def training_jobs(self) -> int:
@@ -192,6 +195,8 @@ def estimate(config: dict, estimates: dict | None = None, jobs: list | None = No
         result.evaluation.append(EvaluationLine(suite, per_size, seconds, gpu))
     result.unfilled = unfilled_table_cells(config, runs(config))
     result.other_jobs = dict(sorted(other.items()))
+    result.disk = estimate_disk(config, jobs, estimates, sentences,
+                                lambda b: size_class(b, config["backbones"][b], estimates))
     return result
 
 
@@ -240,4 +245,6 @@ def format_estimate(est: CostEstimate, config_names: list[str]) -> str:
               + ", ".join(f"{name} {count}" for name, count in est.other_jobs.items()), "",
               f"Total: {est.training_jobs + est.evaluation_jobs} training + evaluation jobs, "
               f"{est.total_hours:.1f} GPU-hours (~{est.total_hours / 24:.1f} GPU-days on one reference GPU)."]
+    if est.disk is not None:
+        lines += format_disk(est.disk, ESTIMATES_PATH.name)
     return "\n".join(lines) + "\n"

@@ -7,11 +7,15 @@ The folder (``SentenceTransformer(folder, trust_remote_code=True)`` loads it)::
     sentrepro_export_config.json                       method kind, class, resolved parameters, family
     sentrepro_code/<package>/...                       the project's embedding code (see below)
     encoder/                                           the evaluated weights: the run's best/ checkpoint
-                                                       (encoder, tokenizer, extras), or the frozen backbone
+                                                       (encoder, tokenizer, extras), or the frozen backbone,
+                                                       hard links, not copies (see place_file)
     whitening.safetensors                              BERT-whitening's kernel and mean (whitening only)
     mteb/<Task>.json                                   MTEB result files of the STS scores
-    README.md                                          model card (Hub metadata + provenance)
     sentrepro_export.json                              sha256 of every file above + provenance (audit)
+    README.md, sentrepro_card.json                     model card (Hub metadata, the tables' cells and
+                                                       verdicts about the run) and its record: written
+                                                       by sentrepro.model_card, in the workflow by a
+                                                       job of its own (rule export_card)
 
 **Faithful by construction.** Rather than re-implementing each method's evaluation embedding, the folder
 carries the code evaluation runs: the static-import closure (:mod:`sentrepro.codedeps`) of the method's
@@ -29,23 +33,23 @@ the ones the STS table scored (for other sentences, this fixed kernel, not a ref
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
+import os
 import re
 import shutil
 from pathlib import Path
 
 from sentrepro import codedeps, registry, st_module
-from sentrepro.fsutil import atomic_dir, read_json, sha256_file
-from sentrepro.mteb_results import MTEB_STS, NOT_IN_MTEB, SPLIT, mteb_results, task_spearman
+from sentrepro.fsutil import atomic_dir, atomic_path, read_json, sha256_file
+from sentrepro.model_card import write_card
+from sentrepro.mteb_results import MTEB_DIR, mteb_results
 
 CODE_DIR = "sentrepro_code"
 MODEL_DIR = "encoder"
 MODULE_FILE = "sentrepro_st.py"
 RECORD = st_module.EXPORT_RECORD
 TRANSFORM_FILE = "whitening.safetensors"
-MTEB_DIR = "mteb"
 PURPOSE = "test"  # the embedding the test tables scored (PromptBERT: test_protocol decides the wrapping)
 _IMPORT = re.compile(r"^(\s*)(from|import)(\s+)sentrepro(?=[.\s]|$)", re.MULTILINE)
 
@@ -127,135 +131,42 @@ def whitening_transform(spec: dict, run_dir, model_manifest, sts_data: Path | No
             "dims": method.params["whitening_dims"], "sentences": len(sentences)}
 
 
-# --- what the tables and verdicts say about this run ----------------------------------------------
+# --- the weights, stored once ----------------------------------------------------------------------
 
 
-def _names(entry: str, path: Path) -> bool:
-    recorded = entry.partition("#sha256=")[0]
-    return bool(recorded) and Path(recorded).resolve() == path.resolve()
+def place_file(source: Path, target: Path, store: Path | None) -> str:
+    """Put ``source``'s bytes at ``target`` without writing them again; returns how.
 
-
-def table_cells(table_csvs: list[Path], metrics: Path) -> list[dict]:
-    """Table cells computed from ``metrics`` (its path in the cell's provenance), with the paper's number."""
-    cells = []
-    for csv_path in table_csvs:
-        with open(csv_path, newline="", encoding="utf-8") as handle:
-            for record in csv.DictReader(handle):
-                entries = [e for e in record.get("provenance", "").split(";") if e]
-                if any(_names(e, metrics) for e in entries if "=" not in e.partition("#")[0]):
-                    cells.append({k: record[k] for k in ("table", "row", "column", "value", "std", "n", "reported")})
-    return cells
-
-
-def run_verdicts(verdicts_csv: Path | None, metrics: Path) -> list[dict]:
-    """Verdict rows whose sides used or compared this run's metrics file."""
-    if verdicts_csv is None or not Path(verdicts_csv).exists():
-        return []
-    rows = []
-    with open(verdicts_csv, newline="", encoding="utf-8") as handle:
-        for record in csv.DictReader(handle):
-            prov = json.loads(record["provenance"])
-            files = [s["metrics"] for key in ("a", "b") for s in prov.get(key, {}).get("seeds", [])]
-            if any(_names(f, metrics) for f in files if f):
-                rows.append({k: record[k] for k in ("claim", "text", "ours_delta", "paper_delta", "verdict")})
-    return rows
-
-
-# --- the model card -------------------------------------------------------------------------------
-
-
-def _yaml_value(value) -> str:
-    return json.dumps(value)  # JSON scalars are valid YAML scalars
-
-
-def card_metadata(name: str, base_model: str | None, kind: str, sts: dict | None) -> list[str]:
-    """Hub model-card metadata: library, tags, base model and a model-index of the MTEB STS results."""
-    lines = ["---", "library_name: sentence-transformers", "pipeline_tag: sentence-similarity",
-             "language:", "- en", "tags:", "- sentence-transformers", "- sentence-similarity",
-             "- feature-extraction", "- sentrepro", f"- {kind}"]
-    if base_model:
-        lines.append(f"base_model: {_yaml_value(base_model)}")
-    if sts:
-        lines += ["model-index:", f"- name: {_yaml_value(name)}", "  results:"]
-        for task, result in sts["results"].items():
-            if task not in MTEB_STS:
-                continue
-            entry = MTEB_STS[task]
-            lines += ["  - task:", "      type: STS", "    dataset:", f"      name: MTEB {entry['task']}",
-                      f"      type: {entry['dataset']}", "      config: default", f"      split: {SPLIT}",
-                      f"      revision: {entry['revision']}", "    metrics:",
-                      "    - type: cos_sim_spearman", f"      value: {100 * task_spearman(result):.4f}"]
-    lines.append("---")
-    return lines
-
-
-def model_card(*, name: str, spec: dict, trained: bool, base_model: str | None, sts: dict | None,
-               cells: list[dict], verdicts: list[dict], train_summary: dict | None, inputs: list[dict],
-               transform: dict | None, synthetic: bool) -> str:
-    kind = spec["method"]["kind"]
-    backbone = spec["backbone"]
-    lines = card_metadata(name, base_model, kind, sts)
-    lines += ["", f"# {name}", "",
-              f"A `{kind}` sentence encoder on backbone `{backbone.get('model')}` "
-              f"({'trained, seed ' + str(spec.get('seed')) if trained else 'not fine-tuned'}), reproduced by the "
-              "sentrepro workflow (ConPVP / PromptBERT / MoCoUTRL reproduction) and exported by `sentrepro export`.",
-              "", "## Loading", "",
-              "```python", "from sentence_transformers import SentenceTransformer",
-              f"model = SentenceTransformer(\"path/to/this/folder\", trust_remote_code=True)",
-              "vectors = model.encode([\"A man is playing a guitar.\"])", "```", "",
-              "Loading needs `sentence-transformers`, `transformers`, `torch`, `numpy`, `safetensors` and `PyYAML`, "
-              "and `trust_remote_code=True`: the module `sentrepro_st.py` builds the method's evaluation embedding "
-              f"from the project code shipped in `{CODE_DIR}/` (no clone of sentrepro needed). `encode()` gives "
-              "the vectors the evaluation scored: same template, [MASK] readout, denoising, prompt vectors, "
-              "head, pooling and truncation. Score with cosine similarity; do not pass `prompt=` "
-              "(the method builds its own template) and keep `normalize_embeddings=False` to get the raw vectors.", ""]
-    if transform:
-        lines += [f"BERT-whitening's kernel was fitted on the {transform['sentences']} sentence occurrences of the "
-                  "STS suite (as its evaluation did) and is applied as a fixed transform "
-                  f"(`{TRANSFORM_FILE}`).", ""]
-    lines += ["## Method and settings", "", "```json",
-              json.dumps({"kind": kind, "params": spec["method"]["params"], "backbone": backbone,
-                          "seed": spec.get("seed"), "attention": spec.get("attention", "eager")},
-                         indent=2, sort_keys=True), "```", ""]
-    if synthetic:
-        lines += ["**The scores below come from a synthetic fixture (the offline demo), not the real "
-                  "benchmark data; they are not comparable with the papers or the MTEB leaderboard.**", ""]
-    if sts:
-        lines += ["## STS results (test sets, Spearman x100)", "", "| task | reproduced | MTEB task |", "|---|---|---|"]
-        for task, result in sts["results"].items():
-            if task == "avg":
-                continue
-            mteb_name = MTEB_STS[task]["task"] if task in MTEB_STS else f"– ({NOT_IN_MTEB.get(task, 'not in MTEB')})"
-            lines.append(f"| {task} | {result['reported']:.2f} | {mteb_name} |")
-        lines += ["", f"MTEB result files (MTEB's TaskResult schema, main score `cosine_spearman`, split "
-                  f"`{SPLIT}`): `{MTEB_DIR}/`.", ""]
-    lines += ["## Beside the papers", ""]
-    if cells:
-        lines += ["| table | row | column | reproduced | std | n | paper |", "|---|---|---|---|---|---|---|"]
-        lines += [f"| {c['table']} | {c['row']} | {c['column']} | {c['value'] or '–'} | {c['std'] or '–'} | "
-                  f"{c['n']} | {c['reported'] or '–'} |" for c in cells]
-    else:
-        lines.append("No table cell of this experiment reads this run's STS metrics.")
-    lines += ["", "## Verdicts on the papers' claims about this row", ""]
-    if verdicts:
-        lines += ["| claim | verdict | ours Δ | paper Δ |", "|---|---|---|---|"]
-        lines += [f"| {v['claim']}: {v['text']} | {v['verdict']} | {v['ours_delta'] or '–'} | "
-                  f"{v['paper_delta'] or '–'} |" for v in verdicts]
-    else:
-        lines.append("No verdict of this experiment uses this run.")
-    lines += ["", "## Provenance", ""]
-    if train_summary:
-        data = [i for i in train_summary.get("provenance", {}).get("inputs", [])
-                if "tokenized" in i["role"] or "corpus" in i["role"] or "views" in i["role"]]
-        lines.append(f"- best step {train_summary.get('best_step')} (STS-B dev), training inputs:")
-        lines += [f"  - {i['role']}: `{i['path']}` sha256 `{i['sha256']}`" for i in data]
-    code = (sts or {}).get("provenance", {}).get("code", {})
-    if code:
-        lines.append(f"- code: {json.dumps(code, sort_keys=True)}")
-    lines.append("- inputs of this export (sha256 as read; `sentrepro audit <folder>` verifies the chain):")
-    lines += [f"  - {i['role']}: `{i['path']}` sha256 `{i['sha256']}`" for i in inputs]
-    lines += ["", f"Every file of this folder is listed with its sha256 in `{RECORD}`.", ""]
-    return "\n".join(lines)
+    ``link``: a hard link to ``source`` (the run's ``best/`` file, or the backbone snapshot's file for a
+    frozen baseline), where the file system allows it. ``store``: otherwise (another file system, no
+    hard links), a hard link to one content-addressed copy ``store/<sha256>``, written once per content
+    and verified by its hash before every reuse, so every export of the same weights shares it. ``copy``:
+    when even that fails (no store given, or a file system without hard links). Whichever way, the folder
+    holds plain files (sentence-transformers loads it alone) and the record lists their sha256.
+    Every writer of the project replaces a file by renaming a new one over it, so a file shared by links
+    is never changed under another name; an edit in place by hand would be, and the audit of the run and
+    of the export both name it.
+    """
+    try:
+        os.link(source, target)
+        return "link"
+    except OSError:
+        pass
+    if store is not None:
+        digest = sha256_file(source)
+        kept = Path(store) / digest
+        if not (kept.is_file() and sha256_file(kept) == digest):
+            with atomic_path(kept) as tmp:
+                shutil.copyfile(source, tmp)
+            if sha256_file(kept) != digest:
+                raise ExportError(f"{kept}: the stored copy of {source} does not hash to {digest}")
+        try:
+            os.link(kept, target)
+            return "store"
+        except OSError:
+            pass
+    shutil.copyfile(source, target)
+    return "copy"
 
 
 # --- the export -----------------------------------------------------------------------------------
@@ -263,8 +174,13 @@ def model_card(*, name: str, spec: dict, trained: bool, base_model: str | None, 
 
 def export_run(spec: dict, run_dir: Path | None, model_manifest: Path | None, out: Path, *,
                sts_metrics: Path | None = None, tables: list[Path] = (), verdicts: Path | None = None,
-               sts_data: Path | None = None) -> dict:
-    """Write the exported folder ``out`` (atomically) and return its record."""
+               sts_data: Path | None = None, card: bool = True, store: Path | None = None) -> dict:
+    """Write the exported folder ``out`` (atomically) and return its record.
+
+    The weights are placed by :func:`place_file` (a hard link where possible, ``store`` otherwise).
+    ``card``: also write the model card (:func:`sentrepro.model_card.write_card`, with ``tables`` and
+    ``verdicts``); the workflow passes ``card=False`` and writes it in a job of its own, so the export
+    depends on its own run only."""
     from sentrepro.provenance import Provenance
 
     kind = spec["method"]["kind"]
@@ -274,35 +190,29 @@ def export_run(spec: dict, run_dir: Path | None, model_manifest: Path | None, ou
     name = "/".join(str(run.get(k)) for k in ("backbone", "method") if run.get(k)) or kind
     name += f"/{'seed' + str(spec['seed']) if trained else 'frozen'}"
     prov = Provenance(step="export", config=spec, seed=spec.get("seed"))
-    train_summary = None
     if trained:
         summary_path = Path(run_dir) / "train.json"
         if summary_path.exists():
             prov.add_input(summary_path, "training summary")
-            train_summary = read_json(summary_path)
     elif model_manifest:
         prov.add_input(model_manifest, "model manifest")
     sts = None
     if sts_metrics:
         prov.add_input(sts_metrics, "STS metrics")
         sts = read_json(sts_metrics)
-    for table in tables:
-        prov.add_input(table, "table")
-    if verdicts:
-        prov.add_input(verdicts, "verdicts")
     transform = None
     if kind == "whitening":
         transform = whitening_transform(spec, run_dir, model_manifest, sts_data)
         prov.add_input(sts_data, "STS data (whitening statistics)")
-    cells = table_cells(list(tables), Path(sts_metrics)) if sts_metrics else []
-    rows = run_verdicts(verdicts, Path(sts_metrics)) if sts_metrics else []
     implementation = registry.method(kind).implementation
     module, _, cls = implementation.partition(":")
     with atomic_dir(out) as tmp:
         model_dir = tmp / MODEL_DIR
         model_dir.mkdir()
+        placed = {}
         for path in sorted(p for p in source.iterdir() if p.is_file() and not p.name.startswith(".")):
-            shutil.copyfile(path, model_dir / path.name)
+            placed[f"{MODEL_DIR}/{path.name}"] = {"how": place_file(path, model_dir / path.name, store),
+                                                  "source": str(path)}
             if not trained:
                 prov.add_input(path, "backbone file")
         if trained:
@@ -332,16 +242,16 @@ def export_run(spec: dict, run_dir: Path | None, model_manifest: Path | None, ou
             for task, payload in mteb_results(sts, mteb_version=None, evaluation_time=evaluation_time).items():
                 _write_json(tmp / MTEB_DIR / f"{task}.json", payload)
         base_model = spec["backbone"].get("model")
-        card = model_card(name=name, spec=spec, trained=trained,
-                          base_model=base_model if base_model and not base_model.startswith(("pkg://", "/", ".")) else None,
-                          sts=sts, cells=cells, verdicts=rows, train_summary=train_summary, inputs=prov.inputs,
-                          transform=transform, synthetic=bool((sts or {}).get("data", {}).get("synthetic")))
-        (tmp / "README.md").write_text(card, encoding="utf-8")
+        about = {"trained": trained, "synthetic": bool((sts or {}).get("data", {}).get("synthetic")),
+                 "base_model": base_model if base_model and not base_model.startswith(("pkg://", "/", ".")) else None,
+                 "transform_sentences": transform["sentences"] if transform else None}
         files = {p.relative_to(tmp).as_posix(): sha256_file(p) for p in sorted(tmp.rglob("*")) if p.is_file()}
-        record = {"kind": "sentrepro-export", "name": name, "folder_files": files, "table_cells": cells, "verdicts": rows,
+        record = {"kind": "sentrepro-export", "name": name, "folder_files": files, "weights": placed, "card": about,
                   "mteb_tasks": sorted(p.stem for p in (tmp / MTEB_DIR).glob("*.json")),
                   "provenance": prov.finish()}
         _write_json(tmp / RECORD, record)
+    if card:
+        write_card(out, list(tables), verdicts)
     return record
 
 

@@ -158,6 +158,26 @@ def record_outputs(command: str, targets: list[Path] | None = None) -> int:
     return sum(len(r) for r in by_ledger.values())
 
 
+def record_dropped(files: list[dict], command: str, reason: str) -> int:
+    """Append a ``dropped`` line per file a command removed on purpose (``[{path, sha256, bytes}]``, the bytes
+    it had): the latest line of the path then says it was dropped, and why, so the audit reports it as dropped,
+    not missing. Returns the number of lines."""
+    now = _dt.datetime.now(_dt.timezone.utc).isoformat()
+    by_ledger: dict[Path, list[dict]] = {}
+    for entry in files:
+        found = locate(entry["path"])
+        if found is None:
+            continue
+        ledger, key = found
+        by_ledger.setdefault(ledger, []).append({
+            "path": key, "sha256": entry["sha256"], "bytes": entry["bytes"], "command": command,
+            "time": now, "host": socket.gethostname(), "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
+            "dropped": reason})
+    for ledger, records in by_ledger.items():
+        append(ledger, records)
+    return sum(len(r) for r in by_ledger.values())
+
+
 @dataclass(frozen=True)
 class Fault:
     """A ledger line that is not a complete record: skipped by the reader, named by the audit."""

@@ -45,7 +45,8 @@ def train_slice(config: dict, run: Run) -> dict:
     itself: switching ``training.precision`` between ``authors`` and a value equal to some methods'
     authors' precision reruns only the others.
     """
-    training = {k: v for k, v in config["training"].items() if k not in ("threads",)}
+    # threads: never changes results; keep_resume_state: what a finished job leaves on disk (its own channel)
+    training = {k: v for k, v in config["training"].items() if k not in ("threads", "keep_resume_state")}
     training["precision"] = training_precision(config, run.method)
     return {
         "backbone": backbone_slice(config, run.backbone),

@@ -26,6 +26,7 @@ MTEB_STS = {
 NOT_IN_MTEB = {"SICKRelatedness": "MTEB's SICK-R test split holds all 9,927 SICK pairs; this suite scores the "
                                   "4,927-pair test file"}
 SPLIT = "test"
+MTEB_DIR = "mteb"  # the folder of an export holding the result files
 SUBSET = "default"
 LANGUAGES = ["eng-Latn"]
 

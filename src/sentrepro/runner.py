@@ -24,7 +24,8 @@ from sentrepro.models import TRAIN_SUMMARY, initial_model, resolve_device, resol
 from sentrepro.pretrained.snapshot import model_inputs, model_location
 from sentrepro.provenance import Provenance
 from sentrepro.tokenize import TokenizedCorpus, check_vocabulary
-from sentrepro.train import BEST, TrainSettings, train
+from sentrepro.ledger import record_dropped
+from sentrepro.train import BEST, TrainSettings, drop_resume_state, train
 
 
 DEV_PRECISIONS = ("fp32", "training")
@@ -79,11 +80,13 @@ def checkpoint_key(spec: dict, code: dict | None) -> str:
 
 def run_training(spec: dict, tokenized_dir: Path, dev_manifest: Path, run_dir: Path, *,
                  stop_after: int | None = None, log=print, model_manifest: Path | None = None,
-                 progress=None) -> dict:
+                 progress=None, keep_resume_state: bool = True) -> dict:
     """Train one (backbone, method, seed) run and write ``run_dir/train.json``.
 
     ``model_manifest``: the backbone's fetched snapshot (the workflow always passes it); without it
-    only a local model directory can be loaded.
+    only a local model directory can be loaded. ``keep_resume_state=False`` (the workflow's default,
+    ``training.keep_resume_state``): once the summary is written and ``best/`` verified against it,
+    ``last/`` is removed and each removed file is recorded in the ledger as dropped.
     """
     run_dir = Path(run_dir)
     backbone, method_spec, seed = spec["backbone"], spec["method"], spec["seed"]
@@ -117,12 +120,19 @@ def run_training(spec: dict, tokenized_dir: Path, dev_manifest: Path, run_dir: P
     if "interrupted_at" in summary:
         return summary
     best = run_dir / BEST
+    best_files = {}
     for path in sorted(p for p in best.iterdir() if p.is_file()):
-        prov.add_input(path, "best checkpoint file (output)")
+        best_files[str(path)] = prov.add_input(path, "best checkpoint file (output)")["sha256"]
     summary["threads"] = threads
     # configured: the slice's (per-method) precision; used: what this device computed in (fp32 on CPU)
     summary["precision"] = {"configured": configured, "used": precision, "authors": authors,
                             "dev_scoring": dev_precision}
+    summary["resume_state"] = ("kept" if keep_resume_state else
+                               f"dropped once this summary was written and {BEST}/ verified against it "
+                               "(training.keep_resume_state: false; the ledger lists the dropped files)")
     summary["provenance"] = prov.finish()
     atomic_write_json(run_dir / TRAIN_SUMMARY, summary)
+    if not keep_resume_state:
+        dropped = drop_resume_state(run_dir, best_files, log)
+        record_dropped(dropped, "train", "resume state of a finished run (training.keep_resume_state: false)")
     return summary

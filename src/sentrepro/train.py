@@ -210,6 +210,9 @@ def resume_state(run_dir: Path, model: SentenceModel, opt: Optimization, resume_
     """
     last_dir = run_dir / LAST
     if not (last_dir / TRAINER_STATE).exists():
+        if (run_dir / BEST).exists():  # left by a finished run whose last/ was dropped, or by a killed one
+            log(f"no resumable checkpoint in {last_dir}: removing {run_dir / BEST} of an earlier job; starting afresh")
+            shutil.rmtree(run_dir / BEST)
         return None
     saved = read_checkpoint(last_dir, log)
     if saved is None:
@@ -230,6 +233,38 @@ def resume_state(run_dir: Path, model: SentenceModel, opt: Optimization, resume_
             p.grad = None if g is None else g.to(p.device)
     log(f"resumed from step {saved['state']['step']} ({last_dir})")
     return saved["state"]
+
+
+def drop_resume_state(run_dir: Path, best_files: dict[str, str], log: Callable[[str], None]) -> list[dict]:
+    """Remove ``run_dir/last`` of a finished run once its selected checkpoint is verified; return what was dropped.
+
+    Nothing a result or an audit reads is in ``last/`` (weights plus the optimizer's moments: about three times
+    ``best/``); the run's tables, exports and audit read ``best/`` and ``train.json``. ``best_files`` maps each
+    file of ``best/`` to the sha256 the training summary records; every file is hashed again first, and a
+    mismatch keeps ``last/`` and raises (so a damaged best checkpoint can still be rebuilt by resuming).
+    Returns ``[{path, sha256, bytes}]`` of the removed files, for the ledger (recorded as dropped, not missing).
+    """
+    from sentrepro.fsutil import sha256_file
+
+    last_dir = Path(run_dir) / LAST
+    best_dir = Path(run_dir) / BEST
+    on_disk = sorted(p.name for p in best_dir.iterdir() if p.is_file()) if best_dir.is_dir() else []
+    expected = sorted(Path(p).name for p in best_files)
+    if not on_disk or on_disk != expected:
+        raise RuntimeError(f"{best_dir}: holds {on_disk}, the training summary records {expected}; {last_dir} kept")
+    for path, digest in best_files.items():
+        actual = sha256_file(best_dir / Path(path).name)
+        if actual != digest:
+            raise RuntimeError(f"{best_dir / Path(path).name}: sha256 {actual}, the training summary records {digest}; "
+                               f"{last_dir} kept")
+    if not last_dir.is_dir():
+        return []
+    dropped = [{"path": str(p), "sha256": sha256_file(p), "bytes": p.stat().st_size}
+               for p in sorted(last_dir.rglob("*")) if p.is_file()]
+    shutil.rmtree(last_dir)
+    log(f"dropped the resume state {last_dir} ({sum(d['bytes'] for d in dropped) / 2**20:.0f} MiB): the run finished "
+        f"and {best_dir} is verified (training.keep_resume_state: true keeps it)")
+    return dropped
 
 
 def tensor_bytes(obj) -> int:

@@ -1,7 +1,11 @@
 # sentrepro export (config export.enabled, on in the demo): every run scored on STS as a sentence-transformers
-# folder -- the evaluated weights, the project's embedding code, a model card quoting the tables and verdicts
-# about the run, MTEB result files -- at results/<exp>/exports/<backbone>/<method>/<run>/ (src/sentrepro/export.py).
-# The folder's record sentrepro_export.json lists every file's sha256 and the provenance chain;
+# folder at results/<exp>/exports/<backbone>/<method>/<run>/, in two jobs:
+# - export: the evaluated weights (hard links to the run's best/ or the backbone snapshot, never a copy where
+#   the file system allows links), the project's embedding code and MTEB result files; it reads its own run only,
+#   so editing another method reruns no export (src/sentrepro/export.py);
+# - export_card: the model card (README.md) quoting the tables and verdicts about the run, a few kB, rerun
+#   whenever a table changes (src/sentrepro/model_card.py).
+# Each writes a record (sentrepro_export.json, sentrepro_card.json) listing its files' sha256 and provenance;
 # `sentrepro audit <folder>` verifies both.
 
 include: "inputs/export.smk"
@@ -19,6 +23,7 @@ rule export:
         model=lambda w, input: input.model if "model" in input.keys() else "",
         sts_data=lambda w, input: input.sts_data if "sts_data" in input.keys() else "",
         folder=lambda w, output: str(Path(output[0]).parent),
+        store=EXPORT_STORE,
     conda:
         "../../envs/evaluate.yaml"
     benchmark:
@@ -27,5 +32,24 @@ rule export:
         f"{EXP}/logs/export/{{backbone}}/{{method}}/{{run}}.log",
     shell:
         "HF_HUB_OFFLINE=1 sentrepro export --spec {params.spec:q} --run-dir={params.run_dir:q} "
-        "--model-manifest={params.model:q} --sts-metrics {input.sts:q} --tables {input.tables} "
-        "--verdicts={input.verdicts:q} --sts-data={params.sts_data:q} --out {params.folder:q} > {log:q} 2>&1"
+        "--model-manifest={params.model:q} --sts-metrics {input.sts:q} --sts-data={params.sts_data:q} "
+        "--no-card --store {params.store:q} --out {params.folder:q} > {log:q} 2>&1"
+
+
+rule export_card:
+    input:
+        unpack(export_card_inputs),
+    output:
+        card=f"{EXP}/exports/{{backbone}}/{{method}}/{{run}}/README.md",
+        record=f"{EXP}/exports/{{backbone}}/{{method}}/{{run}}/sentrepro_card.json",
+    params:
+        code=rule_code("cli:export-card"),
+    conda:
+        "../../envs/report.yaml"
+    benchmark:
+        f"{EXP}/benchmarks/export_card/{{backbone}}/{{method}}/{{run}}.tsv"
+    log:
+        f"{EXP}/logs/export_card/{{backbone}}/{{method}}/{{run}}.log",
+    shell:
+        "sentrepro export-card --folder $(dirname {input.export:q}) --tables {input.tables} "
+        "--verdicts={input.verdicts:q} > {log:q} 2>&1"

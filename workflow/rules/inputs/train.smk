@@ -1,6 +1,14 @@
 # Input functions, params and targets of workflow/rules/train.smk, which includes this file first.
 
+import os
+
 from sentrepro.matrix import train_slice
+from sentrepro.core import KEEP_RESUME_STATE
+
+# training.keep_resume_state decides what a finished training job leaves on disk (last/), never its result:
+# it reaches the job in the environment (inherited by local jobs; a SLURM job's snakemake sets it again when it
+# reads the config), not in params.spec, so changing it reruns no training job.
+os.environ[KEEP_RESUME_STATE] = "1" if config["training"]["keep_resume_state"] else "0"
 
 
 def tokenized_record(backbone: str) -> str:
