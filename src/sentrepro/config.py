@@ -304,7 +304,7 @@ def _with_defaults(config: dict) -> dict:
     schema = _schema_with_registry()
     config = copy.deepcopy(config)
     _fill_defaults(config, schema, schema)
-    for spec in config["methods"].values():  # a kind's `default:` params (recorded in every slice of the run)
+    for spec in config.get("methods", {}).values():  # a kind's `default:` params (recorded in every slice of the run)
         defaults, _required = param_markers(spec["kind"])
         for key, value in defaults.items():
             spec["params"].setdefault(key, copy.deepcopy(value))

@@ -36,7 +36,7 @@ from typing import Callable
 import pytest
 
 from tests.job_server import job_env, server_log
-from tests.workflow_helpers import tiny_overlay, write_overlay
+from tests.workflow_helpers import only_units, tiny_overlay, write_overlay
 
 from .test_slurm_mini import load_profile, scontrol_job, snakemake_env, squeue_job
 
@@ -205,7 +205,7 @@ def tiny_config(shared_data, tiny_models) -> dict:
     overlay = tiny_overlay(shared_data, tiny_models, experiment=EXPERIMENT, max_steps=STEPS)
     overlay["methods"]["simcse"]["params"]["eval_steps"] = EVAL_STEPS
     overlay["training"]["checkpoint_every"] = CHECKPOINT_EVERY
-    overlay["evaluation"].update(suites=["sts"], figures=[])  # STS-B only
+    overlay["evaluation"].update(suites=only_units("suites", ["sts"]), figures=only_units("figures", []))  # STS-B only
     overlay["backbones"]["tiny-bert"]["resources"] = dict(TRAIN_RESOURCES)
     return overlay
 
