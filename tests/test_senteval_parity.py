@@ -5,6 +5,8 @@ labels in file order), fixed vectors for them (float32, ``benchmarks/senteval_pa
 scores SentEval's engine gave on those vectors in SimCSE's "test" mode. It was written by
 ``benchmarks/senteval_parity.py --fixture tests/senteval_fixture`` (command in the JSON files); the last test here
 reruns SentEval and compares when SentEval is importable (``SENTEVAL_PATH`` or installed), and is skipped otherwise.
+The suite's own entry (``run_transfer``) is checked too, on the same rows truncated from the real files, so the order
+is not only right when a helper applies it but applied where the workflow scores.
 CR is cross-validated (nested 10-fold CV: the order decides the folds), TREC has a fixed test set (the order decides
 the inner folds, the 5 % hold-out and the mini-batches).
 """
@@ -20,7 +22,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sentrepro.evaluation.suites import Split, score_transfer_task, senteval_ordered, split_features
+from sentrepro.config import _with_defaults
+from sentrepro.data.prepare import FILES
+from sentrepro.evaluation.job import SuiteJob
+from sentrepro.evaluation.suites import Split, run_transfer, score_transfer_task, senteval_ordered, split_features
+from sentrepro.provenance import Provenance
 
 FIXTURE = Path(__file__).parent / "senteval_fixture"
 TASKS = ("CR", "TREC")
@@ -61,6 +67,44 @@ def test_file_order_would_not_reproduce_senteval():
     assert score("CR", splits, vectors, ordered=False)["acc"] != payload["senteval"]["acc"]
 
 
+def parity_module():
+    """benchmarks/senteval_parity.py (what wrote the fixture), imported from its file."""
+    spec = importlib.util.spec_from_file_location("senteval_parity", BENCHMARK)
+    parity = importlib.util.module_from_spec(spec)
+    sys.modules["senteval_parity"] = parity
+    spec.loader.exec_module(parity)
+    return parity
+
+
+def test_the_transfer_suites_own_entry_gives_sentevals_numbers(tmp_path, shared_data):
+    """run_transfer, as the workflow calls it, on the fixture's rows truncated from the real files (file order) with
+    the fixture's vectors for the model: the numbers SentEval gave. Without SentEval's row order inside run_transfer
+    CR scores otherwise (test_file_order_would_not_reproduce_senteval)."""
+    parity = parity_module()
+    payloads, by_text = {}, {}
+    for task in TASKS:
+        payloads[task], splits, vectors = load_fixture(task)
+        parity.truncate_task(shared_data / "senteval", tmp_path / FILES, task, payloads[task]["sizes"]["size"],
+                             payloads[task]["sizes"]["test_size"])
+        for name, split in splits.items():
+            by_text.update(zip(split.sentences, vectors[name]))  # vectors are a function of the sentence
+    manifest = tmp_path / "MANIFEST.json"
+    manifest.write_text(json.dumps({"name": "senteval-truncated", "files": {}}))
+    settings = _with_defaults({"evaluation": {"transfer": {"source": "senteval", "tasks": list(TASKS), "mode": "test",
+                                                           "device": "cpu"}}})["evaluation"]["transfer"]
+    assert settings["seed"] == payloads["CR"]["senteval_params"]["seed"] and settings["max_samples"] is None
+    spec = {"suite": "transfer", "settings": settings, "source": "senteval-truncated", "synthetic": True}
+    job = SuiteJob("transfer", spec, method=None, model=None, device="cpu", precision="fp32",
+                   prov=Provenance(step="evaluate_transfer", config=spec))
+    job.embed = lambda sentences: np.stack([by_text[s] for s in sentences])
+    payload = run_transfer(job, manifest, tmp_path / "transfer.json")
+    for task in TASKS:
+        result = payload["results"][task]
+        assert {key: result[key] for key in payloads[task]["senteval"]} == payloads[task]["senteval"], task
+        assert result["reported"] == result["acc"]
+    assert json.loads((tmp_path / "transfer.json").read_text())["results"] == payload["results"]
+
+
 def _senteval_path() -> str | None:
     if os.environ.get("SENTEVAL_PATH"):
         return os.environ["SENTEVAL_PATH"]
@@ -74,10 +118,7 @@ def test_fixture_is_what_senteval_gives(task, tmp_path, shared_data):
     path = _senteval_path()
     if path is None:
         pytest.skip("SentEval is not importable (set SENTEVAL_PATH to a SentEval checkout)")
-    spec = importlib.util.spec_from_file_location("senteval_parity", BENCHMARK)
-    parity = importlib.util.module_from_spec(spec)
-    sys.modules["senteval_parity"] = parity
-    spec.loader.exec_module(parity)
+    parity = parity_module()
     payload, splits, _ = load_fixture(task)
     parity.truncate_task(shared_data / "senteval", tmp_path / "downstream", task, payload["sizes"]["size"],
                          payload["sizes"]["test_size"])
