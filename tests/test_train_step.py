@@ -1,0 +1,111 @@
+"""One optimizer step and the learning-rate schedule of the training loop, on a model with a known gradient.
+
+The training loop's protocol settings (``max_grad_norm``, ``warmup_steps``, the schedule over the run's steps) are
+checked where the loop applies them: :func:`sentrepro.train.build_optimization` and
+:func:`sentrepro.train.optimizer_step`, with a linear layer standing in for the encoder so that the gradient is
+known by hand and nothing is loaded (milliseconds, unit tier).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from sentrepro.methods.base import Method, SentenceModel
+from sentrepro.train import TrainSettings, build_optimization, optimizer_step
+
+CPU = torch.device("cpu")
+ITEMS = [[1.0, 2.0, 0.0], [0.0, 1.0, 3.0]]  # one batch of two 3-d inputs
+
+
+class LinearLoss(Method):
+    """loss = scale * sum(W x + b) over the batch: dL/dW[i] = scale * sum(x), dL/db[i] = scale * B for each row i.
+
+    ``after_step`` (called after the update, before the gradients are reset) records the gradient the optimizer
+    used, so the test sees it as the update saw it.
+    """
+
+    kind = "test-linear-loss"
+
+    def __init__(self, scale: float):
+        super().__init__({}, "bert", None)
+        self.scale = scale
+        self.used_grads: list[dict[str, torch.Tensor]] = []
+
+    def collate(self, examples):
+        return {"x": torch.tensor(examples, dtype=torch.float32)}
+
+    def loss(self, model, batch):
+        return self.scale * model.encoder(batch["x"]).sum()
+
+    def embed(self, model, inputs, purpose):
+        return model.encoder(inputs["x"])
+
+    def after_step(self, model, step):
+        self.used_grads.append({name: p.grad.detach().clone() for name, p in model.named_parameters()})
+
+
+def linear_model() -> SentenceModel:
+    torch.manual_seed(0)
+    return SentenceModel(torch.nn.Linear(3, 2))
+
+
+def hand_gradient_norm(scale: float) -> float:
+    """|grad| of LinearLoss on ITEMS: W's 2 rows are scale * (1, 3, 3), b's 2 entries scale * 2."""
+    return scale * (2 * (1 + 9 + 9) + 2 * 4) ** 0.5
+
+
+def grad_norm(grads: dict[str, torch.Tensor]) -> float:
+    return float(torch.sqrt(sum((g.double() ** 2).sum() for g in grads.values())))
+
+
+def settings(**overrides) -> TrainSettings:
+    values = {"batch_size": 2, "lr": 1e-3, "max_grad_norm": 1.0, "warmup_steps": 0, "schedule": "linear",
+              "optimizer": "hf-adamw-4.2.1", "weight_decay": 0.0}
+    return TrainSettings(**{**values, **overrides})
+
+
+def test_a_huge_gradient_is_clipped_to_max_grad_norm_before_the_update():
+    method, model = LinearLoss(scale=1e6), linear_model()
+    config = settings(max_grad_norm=1.0)
+    opt = build_optimization(method, model, config, steps=5, device=CPU)
+    optimizer_step(method, model, method.collate(ITEMS), opt, config, CPU, step=0)
+    assert grad_norm(method.used_grads[0]) == pytest.approx(1.0, rel=1e-5)
+    # the update used the clipped gradient: Adam's first moment after one step is (1 - beta1) * gradient
+    beta1 = opt.optimizer.param_groups[0]["betas"][0]
+    first_moment = {i: opt.optimizer.state[p]["exp_avg"] for i, p in enumerate(opt.params)}
+    assert grad_norm(first_moment) == pytest.approx((1 - beta1) * 1.0, rel=1e-5)
+    # the gradient is reset after the step (the reference trainer zeroes it every step)
+    assert all(p.grad is None for p in model.parameters())
+
+
+def test_without_max_grad_norm_the_gradient_is_the_hand_one():
+    method, model = LinearLoss(scale=1e6), linear_model()
+    config = settings(max_grad_norm=None)
+    opt = build_optimization(method, model, config, steps=5, device=CPU)
+    optimizer_step(method, model, method.collate(ITEMS), opt, config, CPU, step=0)
+    assert grad_norm(method.used_grads[0]) == pytest.approx(hand_gradient_norm(1e6), rel=1e-6)
+
+
+# The learning rate after k optimizer steps of a 10-step run with base lr 1e-3, by hand.
+# linear (HF get_linear_schedule_with_warmup): warm-up k/2 for k < 2, then decay (10 - k)/8, reaching 0 at step 10.
+LINEAR_WARMUP_2 = [0.0, 5e-4, 1e-3, 8.75e-4, 7.5e-4, 6.25e-4, 5e-4, 3.75e-4, 2.5e-4, 1.25e-4, 0.0]
+# no warm-up: (10 - k)/10
+LINEAR = [1e-3, 9e-4, 8e-4, 7e-4, 6e-4, 5e-4, 4e-4, 3e-4, 2e-4, 1e-4, 0.0]
+# constant with the same warm-up: k/2, then the base lr throughout
+CONSTANT_WARMUP_2 = [0.0, 5e-4] + [1e-3] * 9
+
+
+@pytest.mark.parametrize("schedule, warmup, expected", [("linear", 2, LINEAR_WARMUP_2), ("linear", 0, LINEAR),
+                                                        ("constant", 2, CONSTANT_WARMUP_2)])
+def test_the_learning_rate_after_each_step_of_a_built_optimizer_is_the_hand_value(schedule, warmup, expected):
+    method, model = LinearLoss(scale=1.0), linear_model()
+    config = settings(schedule=schedule, warmup_steps=warmup)
+    opt = build_optimization(method, model, config, steps=10, device=CPU)
+    seen = [[group["lr"] for group in opt.optimizer.param_groups]]
+    for step in range(10):
+        optimizer_step(method, model, method.collate(ITEMS), opt, config, CPU, step=step)
+        seen.append([group["lr"] for group in opt.optimizer.param_groups])
+    assert len(opt.optimizer.param_groups) == 2  # decayed weights and exempt biases: one schedule for both
+    for k, (lrs, hand) in enumerate(zip(seen, expected)):
+        assert lrs == pytest.approx([hand, hand], abs=1e-15), f"lr after {k} steps"
