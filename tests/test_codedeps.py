@@ -3,6 +3,7 @@ normalisation (comments and docstrings change nothing), package data declaration
 
 from __future__ import annotations
 
+import ast
 import shutil
 from pathlib import Path
 
@@ -116,6 +117,40 @@ def test_comments_and_docstrings_change_nothing_but_behaviour_does(package_copy)
     assert codedeps.compare(before) == [f"runner.py: {before['modules']['runner.py']} -> {after['modules']['runner.py']}"]
     assert "runner.py" in codedeps.stale_description(before)
     assert codedeps.compare(after) == [] and codedeps.stale_description(after) is None
+
+
+def function_body_string(tree: ast.Module) -> ast.Constant:
+    """The first string literal inside a function body that is not the function's docstring."""
+    for function in ast.walk(tree):
+        if isinstance(function, ast.FunctionDef):
+            docstring = ast.get_docstring(function, clean=False) is not None
+            for statement in function.body[1 if docstring else 0:]:
+                for node in ast.walk(statement):
+                    if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value \
+                            and node.lineno == node.end_lineno:
+                        return node
+    raise AssertionError("no string literal in a function body")
+
+
+def test_a_string_literal_edit_inside_a_function_body_changes_the_fingerprint(package_copy):
+    """A mode name or a config key inside a function is behaviour: only docstrings are ignored, not strings."""
+    before = codedeps.code_record(["cli:train"])
+    runner = package_copy / "runner.py"
+    text = runner.read_text()
+    node = function_body_string(ast.parse(text))
+    lines = text.splitlines(keepends=True)
+    line = lines[node.lineno - 1].encode()
+    literal = line[node.col_offset:node.end_col_offset].decode()
+    assert ast.literal_eval(literal) == node.value
+    edited = literal[0] + "x" + literal[1:] if literal[0] in "'\"" else None  # one character added inside the quotes
+    assert edited is not None and ast.literal_eval(edited) == "x" + node.value
+    lines[node.lineno - 1] = (line[:node.col_offset] + edited.encode() + line[node.end_col_offset:]).decode()
+    runner.write_text("".join(lines))
+    codedeps.file_fingerprint.cache_clear()
+    codedeps._record.cache_clear()
+    after = codedeps.code_record(["cli:train"])
+    assert [rel for rel in after["modules"] if after["modules"][rel] != before["modules"][rel]] == ["runner.py"], \
+        f"editing {literal} at runner.py:{node.lineno} changed no fingerprint"
 
 
 def test_yaml_comments_change_nothing_but_values_do(package_copy):
