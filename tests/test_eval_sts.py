@@ -97,3 +97,13 @@ def test_the_sts_suite_reports_the_pooled_spearman_for_a_year_and_the_test_spear
     assert results["avg"]["reported"] == pytest.approx(
         (results["STS12"]["reported"] + results["STSBenchmark"]["reported"]) / 2)
     assert items["STS12"][1].tolist() == np.concatenate([GOLD_A, GOLD_B]).tolist()
+
+
+def test_cosine_rows_of_unnormalised_rows_and_the_clamp_of_near_zero_norms():
+    """The cosine of rows of any length; a product of norms under 1e-12 is clamped to 1e-12, so a zero vector scores
+    0 and two 1e-7 vectors 1e-14 / 1e-12 = 0.01 (the clamp decides the score of near-zero vectors, so it is pinned)."""
+    a = np.array([[3.0, 4.0], [1.0, 0.0], [0.0, 0.0], [1e-7, 0.0]])
+    b = np.array([[4.0, 3.0], [2.0, 2.0], [5.0, 5.0], [1e-7, 0.0]])
+    cosines = cosine_rows(a, b)
+    assert cosines.dtype == np.float32
+    assert cosines.tolist() == pytest.approx([24 / 25, 2 / (1 * 8**0.5), 0.0, 0.01], rel=1e-5)
