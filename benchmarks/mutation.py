@@ -104,6 +104,7 @@ TARGETS = (
            ("tests/test_method_mocoutrl.py",), "MoCoUTRL losses"),
     Target("stats.py", None, ("tests/test_stats.py",), "verdict statistics"),
 )
+PYTEST_ANY_FAILURE_IS_1 = "import sys, pytest; sys.exit(1 if pytest.main(sys.argv[1:]) else 0)"
 # mutants per target at most, unless --max-mutants says otherwise (2 shared cores: ~5-15 s per mutant)
 DEFAULT_CAP = 40
 BY_MODULE = {target.module: target for target in TARGETS}
@@ -185,8 +186,10 @@ def run_target(target: Target, cap: int | None) -> dict:
         (work / "scope.patch").write_text(scope_patch(rel, source, lines), encoding="utf-8")
         env = {**os.environ, "PYTHONPATH": str(work / "src"), "PYTHONDONTWRITEBYTECODE": "1",
                "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-        runner = " ".join([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:xdist", "-p", "no:cacheprovider",
-                           *(f"'{arg}'" for arg in target.tests)])
+        # mutmut 2 counts a mutant as killed only when the test command exits 1; pytest exits 2 on an import or
+        # collection error (a mutant that does not compile), so every failure is mapped to 1.
+        runner = " ".join([sys.executable, "-c", f"'{PYTEST_ANY_FAILURE_IS_1}'", "-x", "-q", "-p", "no:xdist",
+                           "-p", "no:cacheprovider", *(f"'{arg}'" for arg in target.tests)])
         command = [sys.executable, "-m", "mutmut", "run", "--paths-to-mutate", rel, "--tests-dir", "tests",
                    "--runner", runner, "--use-patch-file", "scope.patch", "--no-progress", "--simple-output"]
         start = time.monotonic()

@@ -109,3 +109,43 @@ def test_the_learning_rate_after_each_step_of_a_built_optimizer_is_the_hand_valu
     assert len(opt.optimizer.param_groups) == 2  # decayed weights and exempt biases: one schedule for both
     for k, (lrs, hand) in enumerate(zip(seen, expected)):
         assert lrs == pytest.approx([hand, hand], abs=1e-15), f"lr after {k} steps"
+
+
+def test_hf_adamw_defaults_are_the_reference_trainers_values():
+    """build_optimizer passes only lr and weight decay: betas and eps are HFAdamW's defaults, which must be the values
+    SimCSE's trainer (transformers 4.2.1 TrainingArguments) passes: betas (0.9, 0.999), eps 1e-8; no decay unless
+    asked."""
+    from sentrepro.optim import HFAdamW
+
+    defaults = HFAdamW([torch.nn.Parameter(torch.zeros(1))], lr=1e-3).defaults
+    assert (defaults["betas"], defaults["eps"], defaults["weight_decay"]) == ((0.9, 0.999), 1e-8, 0.0)
+
+
+def test_hf_adamw_eps_counts_where_the_gradient_is_tiny():
+    """With a gradient of 1e-9, sqrt(v) is ~3e-11, so eps (1e-8, added outside the bias correction) sets the step:
+    p -= lr * sqrt(1 - b2)/(1 - b1) * m / (sqrt(v) + eps) on step 1, by hand."""
+    from sentrepro.optim import build_optimizer
+
+    p = torch.nn.Parameter(torch.tensor([0.0], dtype=torch.float64))
+    opt = build_optimizer("hf-adamw-4.2.1", [p], lr=1.0, weight_decay=0.0)
+    p.grad = torch.tensor([1e-9], dtype=torch.float64)
+    opt.step()
+    m, v = 0.1 * 1e-9, 0.001 * 1e-18
+    expected = -1.0 * (0.001**0.5 / 0.1) * m / (v**0.5 + 1e-8)
+    assert p.item() == pytest.approx(expected, rel=1e-9)
+
+
+def test_hf_adamw_step_returns_what_its_closure_returns():
+    from sentrepro.optim import HFAdamW
+
+    p = torch.nn.Parameter(torch.ones(1))
+    opt = HFAdamW([p], lr=1e-3)
+
+    def closure():
+        opt.zero_grad()
+        loss = (p * 3).sum()
+        loss.backward()
+        return loss
+
+    assert opt.step(closure).item() == 3.0
+    assert p.item() < 1.0
