@@ -12,7 +12,7 @@ run one after another, each with one pytest process per mutant (``-x``, no xdist
 
 Scope: a target names the functions (or classes) that carry the papers' protocol; only their lines are mutated
 (passed to mutmut as a patch of "added" lines). ``--max-mutants`` caps the mutants per target (in line order) where a
-run must stay short; the table records the cap when it bit.
+run must stay short; the table shows "N of M (cap C)" when it bit.
 
 Run from the repository root::
 
@@ -52,27 +52,29 @@ COPIED = ("src", "tests", "benchmarks", "pyproject.toml", "config.yaml", "Snakef
 @dataclass(frozen=True)
 class Target:
     """A module (under src/sentrepro), the functions or classes of it that are mutated (None: all of it), the
-    test selection run against each mutant (pytest arguments), and what the module carries (for the table)."""
+    test selection run against each mutant (pytest arguments), what the module carries (for the table) and the cap
+    on its mutants (2 shared cores: ~5-20 s per mutant)."""
 
     module: str
     functions: tuple[str, ...] | None
     tests: tuple[str, ...]
     what: str
+    cap: int | None = 20  # mutants at most, the first in line order (None: every mutant of the scope)
 
 
 # Most protocol-critical first: the order `python benchmarks/mutation.py` runs them in. A test selection is the
 # pytest arguments after the file names (-k narrows to the tests that exercise the mutated functions).
 K_TRAIN = "clipped or gradient or learning_rate or batches_cover or adamw or schedule"
 TARGETS = (
-    Target("evaluation/sts.py", None, ("tests/test_eval_sts.py",), "STS scoring and the 'all' aggregation"),
-    Target("evaluation/sts_suite.py", ("score_tasks",), ("tests/test_eval_sts.py",), "STS suite scoring"),
+    Target("evaluation/sts.py", None, ("tests/test_eval_sts.py",), "STS scoring and the 'all' aggregation", cap=None),
+    Target("evaluation/sts_suite.py", ("score_tasks",), ("tests/test_eval_sts.py",), "STS suite scoring", cap=None),
     Target("optim.py", None, ("tests/test_train_step.py", "tests/test_simcse.py", "-k", K_TRAIN),
-           "AdamW (HF 4.2.1), weight-decay groups, lr schedules"),
+           "AdamW (HF 4.2.1), weight-decay groups, lr schedules", cap=None),
     Target("train.py", ("total_steps", "batch_indices", "epoch_order", "build_optimization", "optimizer_step"),
            ("tests/test_train_step.py", "tests/test_train.py", "-k", K_TRAIN),
-           "training step, clipping, schedule length, batch order"),
+           "training step, clipping, schedule length, batch order", cap=None),
     Target("evaluation/suites.py", ("senteval_ordered", "split_features", "score_transfer_task", "run_transfer"),
-           ("tests/test_senteval_parity.py",), "transfer suite entry"),
+           ("tests/test_senteval_parity.py",), "transfer suite entry", cap=25),
     Target("data/benchmarks/transfer.py", ("senteval_order",), ("tests/test_senteval_parity.py",),
            "SentEval's row order"),
     Target("evaluation/transfer.py", None, ("tests/test_eval_transfer.py", "tests/test_senteval_parity.py", "-k",
@@ -86,7 +88,7 @@ TARGETS = (
            "table cells: statistics over seeds"),
     Target("codedeps.py", ("_strip_docstrings", "normalised_source", "cache_key", "file_fingerprint", "combine"),
            ("tests/test_codedeps.py", "-k", "docstring or string_literal or yaml or behaviour or cache_key"),
-           "code fingerprints"),
+           "code fingerprints", cap=None),
     Target("integrity.py", ("file_sha256", "verify_files", "dataset_files", "verify_dataset", "manifest_files"),
            ("tests/test_reliability.py", "-k", "dataset or weight_byte or stamp"), "dataset integrity check"),
     Target("data/download.py", ("_normalise_sha256", "_reuse_existing", "_verify_partial", "_download_http_verified"),
@@ -105,8 +107,6 @@ TARGETS = (
     Target("stats.py", None, ("tests/test_stats.py",), "verdict statistics"),
 )
 PYTEST_ANY_FAILURE_IS_1 = "import sys, pytest; sys.exit(1 if pytest.main(sys.argv[1:]) else 0)"
-# mutants per target at most, unless --max-mutants says otherwise (2 shared cores: ~5-15 s per mutant)
-DEFAULT_CAP = 40
 BY_MODULE = {target.module: target for target in TARGETS}
 
 
@@ -181,8 +181,10 @@ def run_target(target: Target, cap: int | None) -> dict:
         copy_checkout(work)
         source = (work / rel).read_text(encoding="utf-8")
         lines = selected_lines(work / rel, target.functions)
+        per_line = mutants_per_line(rel, source)
+        in_scope = sum(n for line, n in per_line.items() if line in lines)
         if cap is not None:  # mutmut has no cap of its own: keep the first lines holding at most `cap` mutants
-            lines = capped_lines(rel, source, lines, cap)
+            lines = capped_lines(per_line, lines, cap)
         (work / "scope.patch").write_text(scope_patch(rel, source, lines), encoding="utf-8")
         env = {**os.environ, "PYTHONPATH": str(work / "src"), "PYTHONDONTWRITEBYTECODE": "1",
                "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -217,18 +219,22 @@ def run_target(target: Target, cap: int | None) -> dict:
             survivors.append({"line_number": row["line_number"], "line": row["line"].strip(), "mutant": new,
                               "state": state, "reason": known.get(key)})
     return {"module": target.module, "functions": list(target.functions) if target.functions else "all",
-            "tests": list(target.tests), "what": target.what, "mutants": mutants, **counts,
+            "tests": list(target.tests), "what": target.what, "mutants": mutants, "in_scope": in_scope, **counts,
             "seconds": round(elapsed, 1), "cap": cap, "mutmut_exit": run.returncode, "not_killed": survivors}
 
 
-def capped_lines(rel: str, source: str, lines: set[int], cap: int) -> set[int]:
-    """The first of ``lines`` whose mutants number at most ``cap`` (counted as mutmut will make them)."""
+def mutants_per_line(rel: str, source: str) -> dict[int, int]:
+    """Line number (1-based) -> how many mutants mutmut makes on it."""
     from mutmut import Context, list_mutations
 
-    context = Context(source=source, filename=rel)
     per_line: dict[int, int] = {}
-    for mutation_id in list_mutations(context):
+    for mutation_id in list_mutations(Context(source=source, filename=rel)):
         per_line[mutation_id.line_number + 1] = per_line.get(mutation_id.line_number + 1, 0) + 1
+    return per_line
+
+
+def capped_lines(per_line: dict[int, int], lines: set[int], cap: int) -> set[int]:
+    """The first of ``lines`` whose mutants number at most ``cap``."""
     keep, total = set(), 0
     for number in sorted(line for line in per_line if line in lines):
         if total + per_line[number] > cap:
@@ -261,8 +267,9 @@ def table(results: dict) -> str:
             rows.append(f"| `{target.module}` | {scope} | {tests} | not run | | | | |")
             continue
         survived = record["survived"] + record["timeout"]
-        cap = f" (cap {record['cap']})" if record.get("cap") else ""
-        rows.append(f"| `{target.module}` | {scope} | {tests} | {record['mutants']}{cap} | {record['killed']} | "
+        capped = record["cap"] is not None and record["in_scope"] > record["mutants"]
+        mutants = f"{record['mutants']} of {record['in_scope']} (cap {record['cap']})" if capped else record["mutants"]
+        rows.append(f"| `{target.module}` | {scope} | {tests} | {mutants} | {record['killed']} | "
                     f"{record['equivalent']} | {survived} | {record['seconds']:.0f} |")
     return "\n".join(rows)
 
@@ -270,8 +277,8 @@ def table(results: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("modules", nargs="*", help=f"targets to run (default: all); known: {', '.join(BY_MODULE)}")
-    parser.add_argument("--max-mutants", type=int, default=DEFAULT_CAP,
-                        help=f"cap the mutants per target, in line order (default {DEFAULT_CAP}; 0: no cap)")
+    parser.add_argument("--max-mutants", type=int, default=None,
+                        help="cap the mutants of every target run, in line order (0: no cap; default: each target's)")
     parser.add_argument("--table", action="store_true", help="print the table from the results file and exit")
     args = parser.parse_args(argv)
     if args.table:
@@ -283,7 +290,8 @@ def main(argv: list[str] | None = None) -> int:
     status = 0
     for target in [BY_MODULE[m] for m in args.modules] or TARGETS:
         print(f"[mutation] {target.module}: {target.what}; tests: {' '.join(target.tests)}", flush=True)
-        record = run_target(target, args.max_mutants or None)
+        cap = target.cap if args.max_mutants is None else (args.max_mutants or None)
+        record = run_target(target, cap)
         results = load_results()
         results[target.module] = record
         write_results(results)
