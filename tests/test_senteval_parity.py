@@ -126,3 +126,34 @@ def test_fixture_is_what_senteval_gives(task, tmp_path, shared_data):
         name: s.labels.tolist() for name, s in splits.items()}
     result, _ = parity.run_senteval(parity.import_senteval_on_cpu(path), tmp_path, task)
     assert result == payload["senteval"]
+
+
+def test_split_features_are_the_vectors_for_sentences_and_mrpcs_for_pairs():
+    """Sentence pairs are embedded as [s1, s2, s1, s2, ...] (Split.sentences); their features are MRPC's [|u-v|, u*v]."""
+    from sentrepro.evaluation.transfer import mrpc_features
+
+    vectors = np.arange(12, dtype=np.float32).reshape(4, 3) ** 1.5
+    single = Split(["a", "b", "c", "d"], np.array([0, 1, 0, 1]))
+    assert split_features(single, vectors) is vectors
+    pairs = Split([("a", "b"), ("c", "d")], np.array([0, 1]))
+    assert pairs.sentences == ["a", "b", "c", "d"]
+    expected = mrpc_features(vectors[[0, 2]], vectors[[1, 3]])
+    assert np.array_equal(split_features(pairs, vectors), expected)  # (symmetric in u and v: an s1/s2 swap is moot)
+
+
+def test_sst2_is_scored_train_dev_test_with_its_protocol():
+    """score_transfer_task sends SST-2's splits to the dev-selected protocol in that order (dev selects, test scores)."""
+    from sentrepro.evaluation.transfer import evaluate_split_task
+
+    rng = np.random.RandomState(0)
+    labels = {name: rng.randint(0, 2, n) for name, n in (("train", 80), ("dev", 30), ("test", 40))}
+    # dev and test differ in how separable they are, so swapping them changes devacc and acc
+    features = {name: (labels[name][:, None] * (1.0 if name != "test" else 0.3) + rng.normal(0, 0.5, (len(y), 4)))
+                .astype(np.float32) for name, y in labels.items()}
+    result = score_transfer_task("SST2", features, labels, mode="fasttest", device="cpu", seed=1111)
+    expected = evaluate_split_task(features["train"], labels["train"], features["dev"], labels["dev"], features["test"],
+                                   labels["test"], mode="fasttest", device="cpu", seed=1111)
+    assert result == expected
+    swapped = evaluate_split_task(features["train"], labels["train"], features["test"], labels["test"], features["dev"],
+                                  labels["dev"], mode="fasttest", device="cpu", seed=1111)
+    assert swapped != expected  # the case tells dev and test apart
