@@ -149,3 +149,27 @@ def test_hf_adamw_step_returns_what_its_closure_returns():
 
     assert opt.step(closure).item() == 3.0
     assert p.item() < 1.0
+
+
+def test_total_steps_is_batches_per_epoch_times_epochs_capped_by_max_steps():
+    from sentrepro.train import total_steps
+
+    assert total_steps(10, settings(batch_size=4, epochs=2)) == 6  # ceil(10 / 4) = 3 per epoch (drop_last=False)
+    assert total_steps(12, settings(batch_size=4, epochs=1)) == 3
+    assert total_steps(10, settings(batch_size=4, epochs=2, max_steps=5)) == 5
+    assert total_steps(10, settings(batch_size=4, epochs=2, max_steps=50)) == 6
+
+
+def test_the_data_order_of_a_seed_and_epoch_is_the_recorded_one():
+    """The order of every epoch is pinned: the permutations below are what runs of this version trained on. Another
+    formula for the (seed, epoch) generator would still be "a random order", but it would silently change every
+    trained number and the order a resumed run continues in (test_train.py checks resumption within one version)."""
+    from sentrepro.train import batch_indices, epoch_order
+
+    assert epoch_order(10, 42, 0).tolist() == [0, 6, 4, 3, 5, 9, 1, 2, 7, 8]
+    assert epoch_order(10, 42, 1).tolist() == [9, 3, 6, 7, 8, 2, 4, 1, 0, 5]
+    assert epoch_order(10, 7, 2).tolist() == [1, 6, 4, 2, 7, 8, 3, 5, 0, 9]
+    config = settings(batch_size=4, epochs=2)
+    assert [batch_indices(step, 10, config, 42).tolist() for step in range(4)] == [
+        [0, 6, 4, 3], [5, 9, 1, 2], [7, 8], [9, 3, 6, 7]]
+    assert batch_indices(1, 10, settings(batch_size=4, shuffle=False), 42).tolist() == [4, 5, 6, 7]
