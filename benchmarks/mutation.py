@@ -8,7 +8,8 @@ listed there is "equivalent" here; anything else is "survived" and the table say
 
 Each target runs in a throwaway copy of the checkout (``src``, ``tests``, ``benchmarks`` and the top-level files),
 imported first through ``PYTHONPATH``, so the working tree is never edited and no bytecode cache goes stale. Targets
-run one after another, each with one pytest process per mutant (``-x``, no xdist): the machine is shared.
+run one after another, each mutant's tests in one pytest run (``-x``, no xdist) forked from a server that imported
+torch once (``benchmarks/mutation_server.py``): the machine is shared.
 
 Scope: a target names the functions (or classes) that carry the papers' protocol; only their lines are mutated
 (passed to mutmut as a patch of "added" lines). ``--max-mutants`` caps the mutants per target (in line order) where a
@@ -106,7 +107,6 @@ TARGETS = (
            ("tests/test_method_mocoutrl.py",), "MoCoUTRL losses"),
     Target("stats.py", None, ("tests/test_stats.py",), "verdict statistics"),
 )
-PYTEST_ANY_FAILURE_IS_1 = "import sys, pytest; sys.exit(1 if pytest.main(sys.argv[1:]) else 0)"
 BY_MODULE = {target.module: target for target in TARGETS}
 
 
@@ -141,6 +141,15 @@ def copy_checkout(target_dir: Path) -> None:
             shutil.copytree(source, target_dir / name, ignore=ignore)
         elif source.exists():
             shutil.copy2(source, target_dir / name)
+
+
+def wait_for(sock: Path, server: subprocess.Popen, limit_s: float = 300) -> None:
+    """Until the fork server listens (it imports torch first), or fail if it died or never did."""
+    deadline = time.monotonic() + limit_s
+    while not sock.exists():
+        if server.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"the mutation test server did not start (exit {server.poll()})")
+        time.sleep(0.2)
 
 
 def mutant_rows(cache: Path) -> list[dict]:
@@ -188,14 +197,23 @@ def run_target(target: Target, cap: int | None) -> dict:
         (work / "scope.patch").write_text(scope_patch(rel, source, lines), encoding="utf-8")
         env = {**os.environ, "PYTHONPATH": str(work / "src"), "PYTHONDONTWRITEBYTECODE": "1",
                "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-        # mutmut 2 counts a mutant as killed only when the test command exits 1; pytest exits 2 on an import or
-        # collection error (a mutant that does not compile), so every failure is mapped to 1.
-        runner = " ".join([sys.executable, "-c", f"'{PYTEST_ANY_FAILURE_IS_1}'", "-x", "-q", "-p", "no:xdist",
-                           "-p", "no:cacheprovider", *(f"'{arg}'" for arg in target.tests)])
+        # The test command: the fork server's client (benchmarks/mutation_server.py: torch imported once per target,
+        # every failure reported as exit 1, which is what mutmut 2 counts as killed).
+        sock = str(work / "pytest.sock")
+        server = subprocess.Popen([sys.executable, str(work / "benchmarks" / "mutation_server.py"), "serve", sock],
+                                  cwd=work, env=env)
+        runner = " ".join([sys.executable, str(work / "benchmarks" / "mutation_server.py"), "client", sock, "--",
+                           "-x", "-q", "-p", "no:xdist", "-p", "no:cacheprovider",
+                           *(f"'{arg}'" for arg in target.tests)])
         command = [sys.executable, "-m", "mutmut", "run", "--paths-to-mutate", rel, "--tests-dir", "tests",
                    "--runner", runner, "--use-patch-file", "scope.patch", "--no-progress", "--simple-output"]
         start = time.monotonic()
-        run = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True)
+        try:
+            wait_for(Path(sock), server)
+            run = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True)
+        finally:
+            server.terminate()
+            server.wait()
         elapsed = time.monotonic() - start
         cache = work / ".mutmut-cache"
         if not cache.exists():
