@@ -31,6 +31,7 @@ class LinearLoss(Method):
         super().__init__({}, "bert", None)
         self.scale = scale
         self.used_grads: list[dict[str, torch.Tensor]] = []
+        self.steps_done: list[int] = []  # what after_step was told: optimizer steps done so far (1-based)
 
     def collate(self, examples):
         return {"x": torch.tensor(examples, dtype=torch.float32)}
@@ -42,6 +43,7 @@ class LinearLoss(Method):
         return model.encoder(inputs["x"])
 
     def after_step(self, model, step):
+        self.steps_done.append(step)
         self.used_grads.append({name: p.grad.detach().clone() for name, p in model.named_parameters()})
 
 
@@ -107,6 +109,7 @@ def test_the_learning_rate_after_each_step_of_a_built_optimizer_is_the_hand_valu
         optimizer_step(method, model, method.collate(ITEMS), opt, config, CPU, step=step)
         seen.append([group["lr"] for group in opt.optimizer.param_groups])
     assert len(opt.optimizer.param_groups) == 2  # decayed weights and exempt biases: one schedule for both
+    assert method.steps_done == list(range(1, 11))  # after_step (momentum updates, queues) counts steps from 1
     for k, (lrs, hand) in enumerate(zip(seen, expected)):
         assert lrs == pytest.approx([hand, hand], abs=1e-15), f"lr after {k} steps"
 
@@ -173,3 +176,45 @@ def test_the_data_order_of_a_seed_and_epoch_is_the_recorded_one():
     assert [batch_indices(step, 10, config, 42).tolist() for step in range(4)] == [
         [0, 6, 4, 3], [5, 9, 1, 2], [7, 8], [9, 3, 6, 7]]
     assert batch_indices(1, 10, settings(batch_size=4, shuffle=False), 42).tolist() == [4, 5, 6, 7]
+
+
+@pytest.mark.parametrize("device, precision, fused, scaled", [("cpu", "fp32", False, False),
+                                                              ("cpu", "fp16", False, False),
+                                                              ("cuda", "bf16", True, False),
+                                                              ("cuda", "fp16", True, True)])
+def test_the_fused_optimizer_and_the_loss_scaler_are_cuda_only_and_fp16_only(monkeypatch, device, precision, fused,
+                                                                             scaled):
+    """Built for a device (no GPU needed: nothing is allocated on it): the fused optimizer kernel on CUDA only, the
+    fp16 loss scaler for CUDA fp16 only."""
+    import warnings
+
+    from sentrepro import train
+
+    asked, build = {}, train.build_optimizer
+
+    def spy(name, parameters, lr, weight_decay, fused=False):
+        asked["fused"] = fused
+        return build(name, parameters, lr, weight_decay)
+
+    monkeypatch.setattr(train, "build_optimizer", spy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # GradScaler("cuda") on a machine without CUDA warns and disables itself
+        opt = build_optimization(LinearLoss(1.0), linear_model(), settings(precision=precision), steps=5,
+                                 device=torch.device(device))
+    assert asked["fused"] is fused
+    assert (opt.scaler is not None) is scaled
+
+
+def test_fp16_loss_scaling_of_a_method_that_keeps_its_gradients_is_an_error_naming_the_kind_and_the_fix():
+    import warnings
+
+    method = LinearLoss(1.0)
+    method.reset_grads = False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ValueError, match=r"^test-linear-loss keeps gradients across steps \(no zero_grad\), .* "
+                                             r"would unscale again at every step: set training.precision to bf16 or "
+                                             r"fp32$"):
+            build_optimization(method, linear_model(), settings(precision="fp16"), steps=5, device=torch.device("cuda"))
+        build_optimization(method, linear_model(), settings(precision="bf16"), steps=5, device=torch.device("cuda"))
+    build_optimization(LinearLoss(1.0), linear_model(), settings(precision="fp16"), steps=5, device=torch.device("cpu"))
