@@ -152,6 +152,33 @@ def test_hf_adamw_step_returns_what_its_closure_returns():
 
     assert opt.step(closure).item() == 3.0
     assert p.item() < 1.0
+    assert opt.step() is None  # no closure, no loss (torch's convention)
+
+
+def test_hf_adamw_updates_every_parameter_with_a_gradient_past_one_without():
+    from sentrepro.optim import HFAdamW
+
+    frozen, first, second = (torch.nn.Parameter(torch.ones(1)) for _ in range(3))
+    opt = HFAdamW([first, frozen, second], lr=0.1)
+    first.grad, second.grad = torch.ones(1), torch.ones(1)
+    opt.step()
+    assert frozen.item() == 1.0 and first.item() < 1.0 and second.item() < 1.0
+
+
+def test_weight_decay_groups_exempt_biases_and_layernorm_weights_by_name():
+    """transformers 4.2.1's Trainer: no decay for any parameter whose name contains "bias" or "LayerNorm.weight"."""
+    from sentrepro.optim import weight_decay_groups
+
+    names = ["embeddings.word_embeddings.weight", "encoder.layer.0.attention.output.LayerNorm.weight",
+             "encoder.layer.0.attention.output.LayerNorm.bias", "encoder.layer.0.output.dense.weight",
+             "encoder.layer.0.output.dense.bias", "pooler.LayerNormish.weight"]
+    named = [(name, torch.nn.Parameter(torch.zeros(1))) for name in names]
+    groups = weight_decay_groups(named, 0.01)
+    by_id = {id(p): name for name, p in named}
+    assert [[by_id[id(p)] for p in group["params"]] for group in groups] == [
+        [names[0], names[3], names[5]], [names[1], names[2], names[4]]]
+    assert [group["weight_decay"] for group in groups] == [0.01, 0.0]
+    assert len(weight_decay_groups(named[:1], 0.01)) == 1  # an empty group is left out
 
 
 def test_total_steps_is_batches_per_epoch_times_epochs_capped_by_max_steps():
