@@ -33,6 +33,7 @@ import difflib
 import json
 import os
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -182,7 +183,21 @@ def equivalents() -> dict[tuple[str, str, str], str]:
     return table
 
 
-def run_target(target: Target, cap: int | None) -> dict:
+def run_limited(command: list[str], cwd: Path, env: dict, log: Path, limit_s: float) -> int | None:
+    """Run mutmut (output to ``log``); after ``limit_s`` stop it and its children (mutmut 2 has been seen to stall
+    under load): the mutants it tested keep their status, the rest count as "untested". None: it was stopped."""
+    with log.open("w") as out:
+        process = subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+        try:
+            return process.wait(timeout=limit_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGTERM)
+            process.wait()
+            return None
+
+
+def run_target(target: Target, cap: int | None, limit_s: float) -> dict:
     """Mutate ``target`` in a throwaway copy and classify every mutant; returns the target's result record."""
     rel = str(PACKAGE / target.module)
     with tempfile.TemporaryDirectory(prefix="sentrepro-mutation-") as tmp:
@@ -208,17 +223,18 @@ def run_target(target: Target, cap: int | None) -> dict:
         command = [sys.executable, "-m", "mutmut", "run", "--paths-to-mutate", rel, "--tests-dir", "tests",
                    "--runner", runner, "--use-patch-file", "scope.patch", "--no-progress", "--simple-output"]
         start = time.monotonic()
+        log = work / "mutmut.log"
         try:
             wait_for(Path(sock), server)
-            run = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True)
+            returncode = run_limited(command, work, env, log, limit_s)
         finally:
             server.terminate()
             server.wait()
         elapsed = time.monotonic() - start
         cache = work / ".mutmut-cache"
         if not cache.exists():
-            raise SystemExit(f"{target.module}: mutmut wrote no results (exit {run.returncode}):\n"
-                             f"{run.stdout[-3000:]}\n{run.stderr[-3000:]}")
+            raise SystemExit(f"{target.module}: mutmut wrote no results (exit {returncode}):\n"
+                             f"{log.read_text(errors='replace')[-3000:]}")
         rows = mutant_rows(cache)
         known = equivalents()
         mutants, survivors = len(rows), []
@@ -238,7 +254,7 @@ def run_target(target: Target, cap: int | None) -> dict:
                               "state": state, "reason": known.get(key)})
     return {"module": target.module, "functions": list(target.functions) if target.functions else "all",
             "tests": list(target.tests), "what": target.what, "mutants": mutants, "in_scope": in_scope, **counts,
-            "seconds": round(elapsed, 1), "cap": cap, "mutmut_exit": run.returncode, "not_killed": survivors}
+            "seconds": round(elapsed, 1), "cap": cap, "mutmut_exit": returncode, "not_killed": survivors}
 
 
 def mutants_per_line(rel: str, source: str) -> dict[int, int]:
@@ -275,20 +291,20 @@ def write_results(results: dict) -> None:
 
 def table(results: dict) -> str:
     """The BENCHMARKS.md table: one row per target in TARGETS order (a target never run says so)."""
-    rows = ["| module | scope | tests run per mutant | mutants | killed | equivalent | survived | time (s) |",
-            "|---|---|---|---|---|---|---|---|"]
+    rows = ["| module | scope | tests run per mutant | mutants | killed | equivalent | survived | not run (stopped) | "
+            "time (s) |", "|---|---|---|---|---|---|---|---|---|"]
     for target in TARGETS:
         record = results.get(target.module)
         scope = "all" if target.functions is None else ", ".join(target.functions)
         tests = " ".join(arg.removeprefix("tests/") for arg in target.tests)
         if record is None:
-            rows.append(f"| `{target.module}` | {scope} | {tests} | not run | | | | |")
+            rows.append(f"| `{target.module}` | {scope} | {tests} | not run | | | | | |")
             continue
         survived = record["survived"] + record["timeout"]
         capped = record["cap"] is not None and record["in_scope"] > record["mutants"]
         mutants = f"{record['mutants']} of {record['in_scope']} (cap {record['cap']})" if capped else record["mutants"]
         rows.append(f"| `{target.module}` | {scope} | {tests} | {mutants} | {record['killed']} | "
-                    f"{record['equivalent']} | {survived} | {record['seconds']:.0f} |")
+                    f"{record['equivalent']} | {survived} | {record['untested']} | {record['seconds']:.0f} |")
     return "\n".join(rows)
 
 
@@ -297,6 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("modules", nargs="*", help=f"targets to run (default: all); known: {', '.join(BY_MODULE)}")
     parser.add_argument("--max-mutants", type=int, default=None,
                         help="cap the mutants of every target run, in line order (0: no cap; default: each target's)")
+    parser.add_argument("--limit", type=float, default=900, help="seconds per target before mutmut is stopped")
     parser.add_argument("--table", action="store_true", help="print the table from the results file and exit")
     args = parser.parse_args(argv)
     if args.table:
@@ -309,11 +326,12 @@ def main(argv: list[str] | None = None) -> int:
     for target in [BY_MODULE[m] for m in args.modules] or TARGETS:
         print(f"[mutation] {target.module}: {target.what}; tests: {' '.join(target.tests)}", flush=True)
         cap = target.cap if args.max_mutants is None else (args.max_mutants or None)
-        record = run_target(target, cap)
+        record = run_target(target, cap, args.limit)
         results = load_results()
         results[target.module] = record
         write_results(results)
         print(f"[mutation] {target.module}: {record['mutants']} mutants, {record['killed']} killed, "
+              f"{record['untested']} untested, "
               f"{record['equivalent']} equivalent, {record['survived'] + record['timeout']} survived, "
               f"{record['seconds']:.0f} s", flush=True)
         for mutant in record["not_killed"]:
