@@ -12,8 +12,9 @@ run one after another, each mutant's tests in one pytest run (``-x``, no xdist) 
 torch once (``benchmarks/mutation_server.py``): the machine is shared.
 
 Scope: a target names the functions (or classes) that carry the papers' protocol; only their lines are mutated
-(passed to mutmut as a patch of "added" lines). ``--max-mutants`` caps the mutants per target (in line order) where a
-run must stay short; the table shows "N of M (cap C)" when it bit.
+(passed to mutmut as a patch of "added" lines). A target's ``cap`` (``--max-mutants`` for all) keeps the first
+mutants in line order where a run must stay short; the table shows "N of M (cap C)" when it bit. ``--limit`` stops a
+target's mutmut after that many seconds (its untested mutants are counted as "not run").
 
 Run from the repository root::
 
@@ -22,7 +23,7 @@ Run from the repository root::
     .venv/bin/python benchmarks/mutation.py --table               # the BENCHMARKS.md table from the results file
 
 Results (per target: counts, time, every surviving or equivalent mutant as a diff line) are merged into
-``benchmarks/mutation_results.json`` (committed: the table is made from it); ``--table`` prints the markdown table BENCHMARKS.md shows.
+``benchmarks/mutation_results.json`` (committed: the table is made from it); ``--table`` prints BENCHMARKS.md's table.
 """
 
 from __future__ import annotations

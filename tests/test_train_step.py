@@ -245,3 +245,31 @@ def test_fp16_loss_scaling_of_a_method_that_keeps_its_gradients_is_an_error_nami
             build_optimization(method, linear_model(), settings(precision="fp16"), steps=5, device=torch.device("cuda"))
         build_optimization(method, linear_model(), settings(precision="bf16"), steps=5, device=torch.device("cuda"))
     build_optimization(LinearLoss(1.0), linear_model(), settings(precision="fp16"), steps=5, device=torch.device("cpu"))
+
+
+def test_build_optimizer_builds_each_named_optimizer_with_the_reference_eps():
+    from sentrepro.optim import HFAdamW, build_optimizer
+
+    params = [torch.nn.Parameter(torch.zeros(2))]
+    assert type(build_optimizer("hf-adamw-4.2.1", params, lr=1e-3, weight_decay=0.0)) is HFAdamW
+    plain = build_optimizer("torch-adamw", params, lr=2e-3, weight_decay=0.01)
+    assert type(plain) is torch.optim.AdamW
+    assert (plain.defaults["lr"], plain.defaults["weight_decay"], plain.defaults["eps"]) == (2e-3, 0.01, 1e-8)
+    assert not plain.defaults["fused"]  # fused only when asked (build_optimization asks on CUDA)
+    assert build_optimizer("torch-adamw", params, lr=2e-3, weight_decay=0.01, fused=True).defaults["fused"] is True
+    with pytest.raises(ValueError, match=r"^unknown optimizer 'sgd'$"):
+        build_optimizer("sgd", params, lr=1e-3, weight_decay=0.0)
+
+
+def test_schedule_factors_at_their_edges():
+    """Hand values where the guards of the schedule formulas matter: one decay step after warm-up, no warm-up."""
+    from sentrepro.optim import build_schedule, constant_schedule_factor, linear_schedule, linear_schedule_factor
+
+    # 3 steps, 2 of warm-up: 0, 1/2, then the single decay step from 1 to 0
+    assert [linear_schedule_factor(k, 3, 2) for k in range(4)] == [0.0, 0.5, 1.0, 0.0]
+    assert constant_schedule_factor(0) == 1.0 and constant_schedule_factor(0, 0) == 1.0
+    assert [constant_schedule_factor(k, 2) for k in range(4)] == [0.0, 0.5, 1.0, 1.0]
+    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.5)
+    assert linear_schedule(optimizer, 10).get_last_lr() == [0.5]  # no warm-up unless asked
+    with pytest.raises(ValueError, match=r"^unknown schedule 'cosine' \(known: linear, constant\)$"):
+        build_schedule("cosine", optimizer, 10)
