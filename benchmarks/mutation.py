@@ -14,7 +14,8 @@ torch once (``benchmarks/mutation_server.py``): the machine is shared.
 Scope: a target names the functions (or classes) that carry the papers' protocol; only their lines are mutated
 (passed to mutmut as a patch of "added" lines). A target's ``cap`` (``--max-mutants`` for all) keeps the first
 mutants in line order where a run must stay short; the table shows "N of M (cap C)" when it bit. ``--limit`` stops a
-target's mutmut after that many seconds (its untested mutants are counted as "not run").
+target's mutmut after that many seconds; mutants it left untested (stopped, or mutmut failed: the record keeps the
+end of its log) are counted as "not run".
 
 Run from the repository root::
 
@@ -212,7 +213,9 @@ def run_target(target: Target, cap: int | None, limit_s: float) -> dict:
             lines = capped_lines(per_line, lines, cap)
         (work / "scope.patch").write_text(scope_patch(rel, source, lines), encoding="utf-8")
         env = {**os.environ, "PYTHONPATH": str(work / "src"), "PYTHONDONTWRITEBYTECODE": "1",
-               "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+               "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+               # the tests' default (tests/conftest.py SHARED_DATA) is beside the checkout, which the copy is not
+               "SENTREPRO_SHARED_DATA": os.environ.get("SENTREPRO_SHARED_DATA", str(ROOT.parent / "shared" / "data"))}
         # The test command: the fork server's client (benchmarks/mutation_server.py: torch imported once per target,
         # every failure reported as exit 1, which is what mutmut 2 counts as killed).
         sock = str(work / "pytest.sock")
@@ -237,6 +240,10 @@ def run_target(target: Target, cap: int | None, limit_s: float) -> dict:
             raise SystemExit(f"{target.module}: mutmut wrote no results (exit {returncode}):\n"
                              f"{log.read_text(errors='replace')[-3000:]}")
         rows = mutant_rows(cache)
+        log_tail = log.read_text(errors="replace")[-2000:]
+        if not rows and returncode:
+            raise SystemExit(f"{target.module}: mutmut made no mutant (exit {returncode}; did the unmutated tests "
+                             f"pass?):\n{log_tail}")
         known = equivalents()
         mutants, survivors = len(rows), []
         counts = {"killed": 0, "equivalent": 0, "survived": 0, "timeout": 0, "untested": 0}
@@ -255,7 +262,8 @@ def run_target(target: Target, cap: int | None, limit_s: float) -> dict:
                               "state": state, "reason": known.get(key)})
     return {"module": target.module, "functions": list(target.functions) if target.functions else "all",
             "tests": list(target.tests), "what": target.what, "mutants": mutants, "in_scope": in_scope, **counts,
-            "seconds": round(elapsed, 1), "cap": cap, "mutmut_exit": returncode, "not_killed": survivors}
+            "seconds": round(elapsed, 1), "cap": cap, "mutmut_exit": returncode, "not_killed": survivors,
+            **({"mutmut_log_tail": log_tail} if counts["untested"] else {})}
 
 
 def mutants_per_line(rel: str, source: str) -> dict[int, int]:
@@ -292,7 +300,7 @@ def write_results(results: dict) -> None:
 
 def table(results: dict) -> str:
     """The BENCHMARKS.md table: one row per target in TARGETS order (a target never run says so)."""
-    rows = ["| module | scope | tests run per mutant | mutants | killed | equivalent | survived | not run (stopped) | "
+    rows = ["| module | scope | tests run per mutant | mutants | killed | equivalent | survived | not run | "
             "time (s) |", "|---|---|---|---|---|---|---|---|---|"]
     for target in TARGETS:
         record = results.get(target.module)
