@@ -342,6 +342,30 @@ def test_the_cache_key_is_the_content_and_the_normaliser():
     assert codedeps.cache_key("a.py", raw, "summary:a.py") != codedeps.cache_key("a.py", raw, "summary:b/a.py")
 
 
+def test_cache_key_kind_defaults_to_a_fingerprint():
+    assert codedeps.cache_key("a.py", b"x = 1\n") == codedeps.cache_key("a.py", b"x = 1\n", "fingerprint")
+
+
+def test_normalised_source_of_a_module_read_from_disk_is_that_of_its_bytes():
+    raw = (codedeps.PACKAGE_DIR / "runner.py").read_bytes()
+    assert codedeps.normalised_source("runner.py") == codedeps.normalised_source("runner.py", raw)
+    assert b"The step behind" not in codedeps.normalised_source("runner.py")  # its docstrings are gone
+
+
+@pytest.mark.parametrize("suffix", [".yaml", ".yml", ".json"])
+def test_normalised_yaml_and_json_ignore_layout_key_order_and_comments_but_not_values(suffix):
+    """YAML and JSON package data are fingerprinted by content: canonical JSON (sorted keys, no spaces)."""
+    first = b'{"b": [1, 2], "a": {"y": "s", "x": 1.5}}'
+    same = b'{\n  "a": {"x": 1.5,  "y": "s"},\n  "b": [1, 2]\n}\n'
+    if suffix != ".json":
+        same = b"# a comment\na: {x: 1.5, y: s}\nb:\n  - 1\n  - 2\n"
+    normalised = codedeps.normalised_source(f"data{suffix}", first)
+    assert normalised == b'{"a":{"x":1.5,"y":"s"},"b":[1,2]}'
+    assert codedeps.normalised_source(f"data{suffix}", same) == normalised
+    assert codedeps.normalised_source(f"data{suffix}", first.replace(b"1.5", b"2.5")) != normalised
+    assert codedeps.normalised_source("data.txt", first) == first  # any other file: its bytes
+
+
 def test_closures_through_a_warm_cache_are_the_uncached_ones(package_copy, tmp_path, monkeypatch):
     """Imports and data declarations read back from the cache give every command the closure computed
     without it; an import added (same file, new bytes) is seen through the warm cache."""
