@@ -129,7 +129,8 @@ def test_fixture_is_what_senteval_gives(task, tmp_path, shared_data):
 
 
 def test_split_features_are_the_vectors_for_sentences_and_mrpcs_for_pairs():
-    """Sentence pairs are embedded as [s1, s2, s1, s2, ...] (Split.sentences); their features are MRPC's [|u-v|, u*v]."""
+    """Sentence pairs are embedded as [s1, s2, s1, s2, ...] (Split.sentences); their features are MRPC's
+    [|u-v|, u*v]."""
     from sentrepro.evaluation.transfer import mrpc_features
 
     vectors = np.arange(12, dtype=np.float32).reshape(4, 3) ** 1.5
@@ -142,7 +143,8 @@ def test_split_features_are_the_vectors_for_sentences_and_mrpcs_for_pairs():
 
 
 def test_sst2_is_scored_train_dev_test_with_its_protocol():
-    """score_transfer_task sends SST-2's splits to the dev-selected protocol in that order (dev selects, test scores)."""
+    """score_transfer_task sends SST-2's splits to the dev-selected protocol in that order (dev selects, test
+    scores)."""
     from sentrepro.evaluation.transfer import evaluate_split_task
 
     rng = np.random.RandomState(0)
