@@ -140,6 +140,8 @@ def test_split_features_are_the_vectors_for_sentences_and_mrpcs_for_pairs():
     assert pairs.sentences == ["a", "b", "c", "d"]
     expected = mrpc_features(vectors[[0, 2]], vectors[[1, 3]])
     assert np.array_equal(split_features(pairs, vectors), expected)  # (symmetric in u and v: an s1/s2 swap is moot)
+    one_pair = Split([("a", "b")], np.array([1]))  # a split of one row (a tiny max_samples subset) is still pairs
+    assert np.array_equal(split_features(one_pair, vectors[:2]), mrpc_features(vectors[[0]], vectors[[1]]))
 
 
 def test_sst2_is_scored_train_dev_test_with_its_protocol():
