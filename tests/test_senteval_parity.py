@@ -161,3 +161,10 @@ def test_sst2_is_scored_train_dev_test_with_its_protocol():
     swapped = evaluate_split_task(features["train"], labels["train"], features["test"], labels["test"], features["dev"],
                                   labels["dev"], mode="fasttest", device="cpu", seed=1111)
     assert swapped != expected  # the case tells dev and test apart
+
+
+def test_senteval_order_refuses_texts_and_labels_of_different_lengths_naming_both():
+    from sentrepro.data.transfer import senteval_order
+
+    with pytest.raises(ValueError, match=r"^senteval_order: 3 texts but 2 labels$"):
+        senteval_order(["a", "b", "c"], np.array([0, 1]))
