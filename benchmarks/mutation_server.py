@@ -6,8 +6,9 @@ so :mod:`mutation` starts one server per target: it imports those libraries (nev
 imports afresh from the mutated copy on disk), and mutmut's test command is this file's light ``client``, which
 asks the server to fork a child that runs ``pytest.main`` with the given arguments in the client's directory.
 
-The client exits 0 when the tests pass and 1 otherwise: mutmut 2 counts a mutant as killed only on exit code 1,
-and pytest exits 2 on an import or collection error (a mutant that does not compile). A child still running after
+The client exits 0 when the tests pass and 1 when they fail: mutmut 2 counts a mutant as killed only on exit code 1,
+and pytest exits 2 on an import or collection error (a mutant that does not compile). Without an answer from the
+server the client exits 2, which mutmut counts as a survivor, so a server failure is never a false kill. A child still running after
 its time limit is killed by an alarm (mutmut gives up on the client before that and records a timeout).
 
     python benchmarks/mutation_server.py serve SOCKET            # (run by benchmarks/mutation.py)
@@ -63,14 +64,23 @@ def serve(path: str) -> None:
                 finally:
                     os._exit(code)
             _, status = os.waitpid(pid, 0)
-            connection.sendall(f"{os.waitstatus_to_exitcode(status)}\n".encode())
+            try:
+                connection.sendall(f"{os.waitstatus_to_exitcode(status)}\n".encode())
+            except OSError:  # the client is gone (mutmut stopped it at its timeout): serve the next one
+                pass
 
 
 def client(path: str, args: list[str]) -> int:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
-        connection.connect(path)
-        connection.sendall((json.dumps({"cwd": os.getcwd(), "args": args}) + "\n").encode())
-        code = int(connection.makefile("r").readline())
+    """0: the tests passed; 1: they failed (a kill); 2: no answer from the server, which mutmut counts as a survivor
+    (never a false kill: the table shows it and someone looks)."""
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+            connection.connect(path)
+            connection.sendall((json.dumps({"cwd": os.getcwd(), "args": args}) + "\n").encode())
+            code = int(connection.makefile("r").readline())
+    except (OSError, ValueError) as error:
+        print(f"mutation server {path}: {error}", file=sys.stderr)
+        return 2
     return 0 if code == 0 else 1
 
 
