@@ -199,6 +199,16 @@ def test_unsupported_scheme_and_bad_pin_are_refused(tmp_path):
         fetch("https://example.org/x", tmp_path / "x", "abc", progress=False)
 
 
+def test_a_pin_is_64_hex_digits_in_any_case_and_an_empty_pin_is_no_pin(tmp_path):
+    normalise = download_module._normalise_sha256
+    digest = hashlib.sha256(b"x").hexdigest()
+    assert normalise(None, "u", tmp_path / "x") is None and normalise("", "u", tmp_path / "x") is None
+    assert normalise(f"  {digest.upper()}\n", "u", tmp_path / "x") == digest
+    for bad in (digest[:63], digest + "0", "g" * 64, digest[:62] + "xx"):
+        with pytest.raises(DownloadError, match="is not 64 hex digits"):
+            normalise(bad, "u", tmp_path / "x")
+
+
 def test_backoff_doubles_per_attempt():
     assert [backoff_delay(1.5, attempt) for attempt in range(4)] == [1.5, 3.0, 6.0, 12.0]
 
