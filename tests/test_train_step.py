@@ -271,5 +271,7 @@ def test_schedule_factors_at_their_edges():
     assert [constant_schedule_factor(k, 2) for k in range(4)] == [0.0, 0.5, 1.0, 1.0]
     optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.5)
     assert linear_schedule(optimizer, 10).get_last_lr() == [0.5]  # no warm-up unless asked
+    assert build_schedule("linear", optimizer, 10).get_last_lr() == [0.5]
+    assert build_schedule("constant", optimizer, 10).get_last_lr() == [0.5]
     with pytest.raises(ValueError, match=r"^unknown schedule 'cosine' \(known: linear, constant\)$"):
         build_schedule("cosine", optimizer, 10)
