@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.sentrepro-installed
 
-.PHONY: demo test test-fast setup system-deps lint clean-demo
+.PHONY: demo test test-fast setup system-deps lint clean-demo mutation
 
 setup: $(STAMP)
 
@@ -50,6 +50,12 @@ test: setup system-deps
 # (the README's test command, what CI runs) runs these and everything else.
 test-fast: setup
 	PYTHONDONTWRITEBYTECODE= PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -q $(XDIST) -m "not slow and not slurm and not heavy"
+
+# Mutation testing of the protocol-critical code (benchmarks/mutation.py, BENCHMARKS.md "Mutation testing"): each
+# target's mutants against the unit tests that cover it, one target at a time. Not part of `make test` (tens of
+# minutes on 2 cores). MUTATION_ARGS: targets (e.g. evaluation/sts.py), --max-mutants N, --table.
+mutation: setup
+	PYTHONDONTWRITEBYTECODE=1 PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/mutation.py $(MUTATION_ARGS)
 
 lint: setup
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --lint

@@ -3,6 +3,7 @@ normalisation (comments and docstrings change nothing), package data declaration
 
 from __future__ import annotations
 
+import ast
 import shutil
 from pathlib import Path
 
@@ -116,6 +117,40 @@ def test_comments_and_docstrings_change_nothing_but_behaviour_does(package_copy)
     assert codedeps.compare(before) == [f"runner.py: {before['modules']['runner.py']} -> {after['modules']['runner.py']}"]
     assert "runner.py" in codedeps.stale_description(before)
     assert codedeps.compare(after) == [] and codedeps.stale_description(after) is None
+
+
+def function_body_string(tree: ast.Module) -> ast.Constant:
+    """The first string literal inside a function body that is not the function's docstring."""
+    for function in ast.walk(tree):
+        if isinstance(function, ast.FunctionDef):
+            docstring = ast.get_docstring(function, clean=False) is not None
+            for statement in function.body[1 if docstring else 0:]:
+                for node in ast.walk(statement):
+                    if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value \
+                            and node.lineno == node.end_lineno:
+                        return node
+    raise AssertionError("no string literal in a function body")
+
+
+def test_a_string_literal_edit_inside_a_function_body_changes_the_fingerprint(package_copy):
+    """A mode name or a config key inside a function is behaviour: only docstrings are ignored, not strings."""
+    before = codedeps.code_record(["cli:train"])
+    runner = package_copy / "runner.py"
+    text = runner.read_text()
+    node = function_body_string(ast.parse(text))
+    lines = text.splitlines(keepends=True)
+    line = lines[node.lineno - 1].encode()
+    literal = line[node.col_offset:node.end_col_offset].decode()
+    assert ast.literal_eval(literal) == node.value
+    edited = literal[0] + "x" + literal[1:] if literal[0] in "'\"" else None  # one character added inside the quotes
+    assert edited is not None and ast.literal_eval(edited) == "x" + node.value
+    lines[node.lineno - 1] = (line[:node.col_offset] + edited.encode() + line[node.end_col_offset:]).decode()
+    runner.write_text("".join(lines))
+    codedeps.file_fingerprint.cache_clear()
+    codedeps._record.cache_clear()
+    after = codedeps.code_record(["cli:train"])
+    assert [rel for rel in after["modules"] if after["modules"][rel] != before["modules"][rel]] == ["runner.py"], \
+        f"editing {literal} at runner.py:{node.lineno} changed no fingerprint"
 
 
 def test_yaml_comments_change_nothing_but_values_do(package_copy):
@@ -305,6 +340,30 @@ def test_the_cache_key_is_the_content_and_the_normaliser():
     assert codedeps.cache_key("a.py", raw) != codedeps.cache_key("a.py", b"x = 2\n")
     assert codedeps.cache_key("a.py", raw) != codedeps.cache_key("a.yaml", raw)
     assert codedeps.cache_key("a.py", raw, "summary:a.py") != codedeps.cache_key("a.py", raw, "summary:b/a.py")
+
+
+def test_cache_key_kind_defaults_to_a_fingerprint():
+    assert codedeps.cache_key("a.py", b"x = 1\n") == codedeps.cache_key("a.py", b"x = 1\n", "fingerprint")
+
+
+def test_normalised_source_of_a_module_read_from_disk_is_that_of_its_bytes():
+    raw = (codedeps.PACKAGE_DIR / "runner.py").read_bytes()
+    assert codedeps.normalised_source("runner.py") == codedeps.normalised_source("runner.py", raw)
+    assert b"The step behind" not in codedeps.normalised_source("runner.py")  # its docstrings are gone
+
+
+@pytest.mark.parametrize("suffix", [".yaml", ".yml", ".json"])
+def test_normalised_yaml_and_json_ignore_layout_key_order_and_comments_but_not_values(suffix):
+    """YAML and JSON package data are fingerprinted by content: canonical JSON (sorted keys, no spaces)."""
+    first = b'{"b": [1, 2], "a": {"y": "s", "x": 1.5}}'
+    same = b'{\n  "a": {"x": 1.5,  "y": "s"},\n  "b": [1, 2]\n}\n'
+    if suffix != ".json":
+        same = b"# a comment\na: {x: 1.5, y: s}\nb:\n  - 1\n  - 2\n"
+    normalised = codedeps.normalised_source(f"data{suffix}", first)
+    assert normalised == b'{"a":{"x":1.5,"y":"s"},"b":[1,2]}'
+    assert codedeps.normalised_source(f"data{suffix}", same) == normalised
+    assert codedeps.normalised_source(f"data{suffix}", first.replace(b"1.5", b"2.5")) != normalised
+    assert codedeps.normalised_source("data.txt", first) == first  # any other file: its bytes
 
 
 def test_closures_through_a_warm_cache_are_the_uncached_ones(package_copy, tmp_path, monkeypatch):

@@ -36,6 +36,32 @@ def server():
         yield base, plan
 
 
+def test_a_pin_is_64_hex_digits_in_any_case_and_an_empty_pin_is_no_pin(tmp_path):
+    """(First in the file: no server needed, and a broken pin check fails here before any download waits.)"""
+    normalise = download_module._normalise_sha256
+    digest = hashlib.sha256(b"x").hexdigest()
+    assert normalise(None, "u", tmp_path / "x") is None and normalise("", "u", tmp_path / "x") is None
+    assert normalise(f"  {digest.upper()}\n", "u", tmp_path / "x") == digest
+    for bad in (digest[:63], digest + "0", "g" * 64, digest[:62] + "xx"):
+        with pytest.raises(DownloadError, match=rf"^cannot fetch u -> {tmp_path / 'x'}: pinned sha256 '{bad}' is not "
+                                                r"64 hex digits$"):
+            normalise(bad, "u", tmp_path / "x")
+
+
+def test_an_existing_file_is_kept_unpinned_or_matching_and_otherwise_deleted_with_a_warning(tmp_path, caplog):
+    dest = tmp_path / "x"
+    dest.write_bytes(b"x")
+    digest = hashlib.sha256(b"x").hexdigest()
+    kept = download_module._reuse_existing("u", dest, None)
+    assert (kept.sha256, kept.bytes, kept.verification, kept.resumed) == (digest, 1, "trust-on-first-use", False)
+    assert download_module._reuse_existing("u", dest, digest).verification == "pinned"
+    with caplog.at_level("WARNING", logger=download_module.LOG.name):
+        assert download_module._reuse_existing("u", dest, "0" * 64) is None
+    assert not dest.exists()
+    assert caplog.messages == [f"{dest} exists but its sha256 {digest} is not the pinned {'0' * 64}; downloading it "
+                               "again"]
+
+
 def test_pinned_download_lands_verified(server, tmp_path):
     base, plan = server
     dest = tmp_path / "sub" / "data.bin"

@@ -211,3 +211,15 @@ def test_bad_inputs_are_named():
         fit_probe(X, y + 1, n_classes=2, l2=1e-4, config=FAST)
     with pytest.raises(ValueError, match="holds out no row"):
         fit_probe(X[:10], y[:10], n_classes=2, l2=1e-4, config=FAST)
+
+
+def test_a_config_passed_as_the_mode_is_named_custom_and_errors_name_the_choices():
+    from sentrepro.evaluation.probe import _holdout_split
+
+    config = PROBE_MODES["test"]
+    assert resolve_mode(config) == ("custom", config)
+    with pytest.raises(ValueError, match=r"^unknown probe mode 'quick'; known modes: \[.*'test'.*\]$"):
+        resolve_mode("quick")
+    with pytest.raises(ValueError, match=r"^validation_fraction=0.05 of 10 training rows holds out no row; pass "
+                                         r"explicit validation data or a larger training set$"):
+        _holdout_split(10, 0.05, np.random.RandomState(0))

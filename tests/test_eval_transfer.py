@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 
 import numpy as np
@@ -173,3 +174,18 @@ def test_fewshot_fixed_test_task_trains_on_sixteen_per_class():
     assert result["shots"] == 16 and result["n_test"] == 200 and result["n_epochs"] == 20
     assert result["runs"][0]["l2"] in (1e-5, 1e-4, 1e-3, 1e-2)
     assert result["accs"][0] > 60.0
+
+
+def test_mrpc_features_name_the_bad_side_and_mismatched_shapes():
+    from sentrepro.evaluation import transfer
+
+    good = np.ones((2, 3), dtype=np.float32)
+    with pytest.raises(ValueError, match=r"^u must be a non-empty 2-D array"):
+        mrpc_features(np.ones(3), good)
+    with pytest.raises(ValueError, match=r"^v contains NaN or inf \(first at row 1\)$"):
+        mrpc_features(good, np.array([[1.0, 1.0, 1.0], [1.0, np.nan, 1.0]]))
+    with pytest.raises(ValueError, match=r"^u and v must have the same shape, got \(2, 3\) and \(2, 2\)$"):
+        mrpc_features(good, np.ones((2, 2)))
+    # the protocols default to SimCSE's "test" mode, the one the papers' tables were scored in
+    for protocol in (transfer.evaluate_cv_task, transfer.evaluate_split_task, transfer.evaluate_fixed_test_task):
+        assert inspect.signature(protocol).parameters["mode"].default == "test", protocol.__name__

@@ -291,3 +291,20 @@ def test_esimcse_is_simcse_at_evaluation(tiny_models):
     with torch.no_grad():
         expected = model.encoder(**inputs).last_hidden_state[:, 0]
         assert torch.allclose(method.embed(model, inputs, "test"), expected)
+
+
+def test_repetition_can_repeat_every_token_but_the_special_ones():
+    for n in (8, 12, 20):
+        sequence = list(range(100, 100 + n))
+        repeated = set()
+        for key in range(300):
+            out = repeat_subwords(sequence, 0.32, random.Random(key))
+            repeated |= {t for i, t in enumerate(out) if i and out[i - 1] == t}
+        assert repeated == set(sequence[1:-1]), n
+
+
+def test_a_queue_of_one_keeps_the_newest_row_and_no_queue_is_an_error_naming_neg_size():
+    queue, new = torch.ones(1, 2), torch.full((2, 2), 3.0)
+    assert enqueue(queue, new, 1).tolist() == [[3.0, 3.0]]
+    with pytest.raises(ValueError, match=r"^esimcse: neg_size must be at least 1, got 0$"):
+        enqueue(queue, new, 0)

@@ -349,3 +349,12 @@ def test_numpy_view_of_loss_is_simcse_form():
     logits = (a @ b.T / 0.05).numpy()
     expected = -np.mean(np.diag(logits) - np.log(np.exp(logits).sum(1)))
     assert abs(simcse_loss(z1, z2, 0.05).item() - expected) < 1e-6
+
+
+def test_last_occurrence_is_the_last_mask_of_each_row_and_a_row_without_one_is_an_error():
+    from sentrepro.methods.promptbert import last_occurrence
+
+    ids = torch.tensor([[5, 9, 5, 1, 2], [9, 9, 3, 4, 4], [1, 2, 3, 4, 9]])
+    assert last_occurrence(ids, 9).tolist() == [1, 1, 4]
+    with pytest.raises(ValueError, match=r"^a row has no token id 7 \(the template's mask token\)$"):
+        last_occurrence(ids, 7)

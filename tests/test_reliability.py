@@ -394,3 +394,32 @@ def test_cli_errors_are_one_line_naming_the_file_and_key(tmp_path):
     assert unreadable.returncode == 2
     assert unreadable.stderr.strip() == f"sentrepro prepare-corpus: cannot read {tmp_path / 'nope.json'}: " \
                                         "No such file or directory"
+
+
+def test_a_dataset_check_covers_the_whole_source_or_a_part_and_names_the_file_the_manifest_and_the_fix(tmp_path):
+    from sentrepro.integrity import dataset_files
+
+    files = tmp_path / "source" / "files"
+    (files / "sub").mkdir(parents=True)
+    (files / "a.txt").write_text("a")
+    (files / "sub" / "b.txt").write_text("b")
+    digests = {"a.txt": sha256_file(files / "a.txt"), "sub/b.txt": sha256_file(files / "sub" / "b.txt")}
+    manifest = tmp_path / "source" / "MANIFEST.json"
+    manifest.write_text(json.dumps({"files": digests}))
+    for whole in (None, "", "."):
+        assert dataset_files(manifest, whole) == digests
+    assert dataset_files(manifest, "sub") == dataset_files(manifest, "sub/") == {"sub/b.txt": digests["sub/b.txt"]}
+    verify_dataset(manifest)
+    (files / "sub" / "b.txt").write_text("B")
+    verify_dataset(manifest, "a.txt")  # only the part asked for is read
+    with pytest.raises(IntegrityError) as changed:
+        verify_dataset(manifest)
+    assert str(changed.value) == (
+        f"{files / 'sub' / 'b.txt'} does not match {manifest}: sha256 is {sha256_file(files / 'sub' / 'b.txt')}, "
+        f"recorded {digests['sub/b.txt']}; the file changed after it was fetched or prepared: restore it or delete "
+        f"{manifest} to fetch/prepare it again")
+    (files / "a.txt").unlink()
+    with pytest.raises(IntegrityError) as missing:
+        verify_dataset(manifest, "a.txt")
+    assert str(missing.value) == (f"{files / 'a.txt'} (listed in {manifest}) is missing; restore it or rerun the rule "
+                                  f"that wrote {manifest}")

@@ -73,3 +73,16 @@ def test_linear_schedule_decays_to_zero():
     assert linear_schedule_factor(5, 10) == 0.5
     assert linear_schedule_factor(10, 10) == 0.0
     assert linear_schedule_factor(1, 10, warmup_steps=2) == 0.5
+
+
+def test_simcse_is_its_registry_kind_and_its_head_is_the_checkpoints_mlp():
+    """The kind names the sidecar entry that runs it; the head is saved under "mlp" (extras.safetensors keys)."""
+    from types import SimpleNamespace
+
+    from sentrepro import registry
+
+    assert registry.method(SimCSE.kind).implementation == "sentrepro.methods.simcse:SimCSE"
+    encoder = torch.nn.Linear(4, 4)
+    encoder.config = SimpleNamespace(hidden_size=4)
+    model = SimCSE({}, "bert", None).build_model(encoder)
+    assert list(model.extras) == ["mlp"] and model.extras["mlp"].dense.in_features == 4

@@ -543,3 +543,15 @@ def test_caption_names_a_training_precision_other_than_the_authors(tmp_path):
     assert result.precisions == {"simcse": {"used": ["fp32"], "authors": "fp16"}}  # promptbert ran as its authors
     caption = " ".join(caption_paragraphs(result, "", "x", "t.csv"))
     assert "PRECISION differs from the authors': simcse trained in fp32, the authors in fp16" in caption
+
+
+def test_seed_order_puts_the_frozen_run_first_and_best_seed_needs_a_seed():
+    import dataclasses
+
+    assert lowest_seeds([2, None, 0, 1], None) == [None, 0, 1, 2]
+    assert best_seed({3: 1.0, None: 1.0, 0: 1.0}) is None  # a tie goes to the first in seed order
+    with pytest.raises(ValueError, match=r"^best_seed needs at least one seed$"):
+        best_seed({})
+    summary = summarize({0: 1.0, 1: 3.0})
+    with pytest.raises(dataclasses.FrozenInstanceError):  # a cell's statistics are computed once, never edited
+        summary.mean = 0.0

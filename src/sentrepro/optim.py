@@ -30,7 +30,10 @@ class HFAdamW(Optimizer):
 
     @torch.no_grad()
     def step(self, closure=None):
-        loss = closure() if closure is not None else None
+        loss = None
+        if closure is not None:  # it recomputes the loss and its gradients: not under this step's no_grad
+            with torch.enable_grad():
+                loss = closure()
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
             for p in group["params"]:
