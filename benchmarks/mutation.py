@@ -241,7 +241,9 @@ def run_target(target: Target, cap: int | None, limit_s: float) -> dict:
             raise SystemExit(f"{target.module}: mutmut wrote no results (exit {returncode}):\n"
                              f"{log.read_text(errors='replace')[-3000:]}")
         rows = mutant_rows(cache)
-        log_tail = log.read_text(errors="replace")[-2000:]
+        # the committed results name no path of the machine that made them
+        log_tail = (log.read_text(errors="replace")[-2000:]
+                    .replace(sys.prefix, "<venv>").replace(str(work), "<copy>"))
         if not rows and returncode:
             raise SystemExit(f"{target.module}: mutmut made no mutant (exit {returncode}; did the unmutated tests "
                              f"pass?):\n{log_tail}")
