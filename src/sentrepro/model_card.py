@@ -134,19 +134,17 @@ def model_card(*, name: str, spec: dict, trained: bool, base_model: str | None, 
         lines += ["", f"MTEB result files (MTEB's TaskResult schema, main score `cosine_spearman`, split "
                   f"`{SPLIT}`): `{MTEB_DIR}/`.", ""]
     lines += ["## Beside the papers", ""]
-    if cells:
-        lines += ["| table | row | column | reproduced | std | n | paper |", "|---|---|---|---|---|---|---|"]
-        lines += [f"| {c['table']} | {c['row']} | {c['column']} | {c['value'] or '–'} | {c['std'] or '–'} | "
-                  f"{c['n']} | {c['reported'] or '–'} |" for c in cells]
-    else:
-        lines.append("No table cell of this experiment reads this run's STS metrics.")
+    lines += _markdown_table(
+        ["table", "row", "column", "reproduced", "std", "n", "paper"],
+        [[c["table"], c["row"], c["column"], c["value"] or "–", c["std"] or "–", c["n"], c["reported"] or "–"]
+         for c in cells],
+        empty="No table cell of this experiment reads this run's STS metrics.")
     lines += ["", "## Verdicts on the papers' claims about this row", ""]
-    if verdicts:
-        lines += ["| claim | verdict | ours Δ | paper Δ |", "|---|---|---|---|"]
-        lines += [f"| {v['claim']}: {v['text']} | {v['verdict']} | {v['ours_delta'] or '–'} | "
-                  f"{v['paper_delta'] or '–'} |" for v in verdicts]
-    else:
-        lines.append("No verdict of this experiment uses this run.")
+    lines += _markdown_table(
+        ["claim", "verdict", "ours Δ", "paper Δ"],
+        [[f"{v['claim']}: {v['text']}", v["verdict"], v["ours_delta"] or "–", v["paper_delta"] or "–"]
+         for v in verdicts],
+        empty="No verdict of this experiment uses this run.")
     lines += ["", "## Provenance", ""]
     if train_summary:
         data = [i for i in train_summary.get("provenance", {}).get("inputs", [])
@@ -165,6 +163,14 @@ def model_card(*, name: str, spec: dict, trained: bool, base_model: str | None, 
 
 
 # --- the card job -----------------------------------------------------------------------------------
+
+
+def _markdown_table(header: list[str], rows: list[list], *, empty: str) -> list[str]:
+    """A markdown table's lines (header, rule, one line per row), or ``empty`` as the one line when no row."""
+    if not rows:
+        return [empty]
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + [
+        "| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
 
 
 def _input(record: dict, role: str) -> Path | None:
