@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from sentrepro.audit import audit_verdict
+from sentrepro.records.audit import audit_verdict
 from sentrepro.verdicts.claims import CLAIMS_PATH, load_claims
 from tests.workflow_helpers import only_blocks, only_units, planned_jobs, snakemake, tiny_overlay, write_overlay
 

@@ -1,6 +1,6 @@
 """What every method provides: how a batch is built, the loss, and the embedding used at evaluation.
 
-One training loop (``sentrepro.train``) serves every method through this interface. A method owns
+One training loop (``sentrepro.training.loop``) serves every method through this interface. A method owns
 the tokenizer; the model it builds is an ``nn.Module`` holding the encoder and any head or prompt
 parameters, saved with ``save_pretrained`` for the encoder and safetensors for the rest.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
-from sentrepro.fsutil import atomic_dir
+from sentrepro.files import atomic_dir
 
 EXTRA_STATE = "sentrepro_heads.safetensors"
 METHOD_META = "sentrepro_method.json"
