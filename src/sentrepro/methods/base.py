@@ -53,7 +53,8 @@ class SentenceModel(nn.Module):
 
 
 class Method(ABC):
-    """Base class. Subclasses set ``kind`` and implement the four hooks below."""
+    """Base class. Subclasses set ``kind`` and implement the three abstract hooks below
+    (``collate``, ``loss``, ``embed``); the other methods have defaults a kind may override."""
 
     # The kind's name (its unit: the <module>.units.yaml sidecar beside the module), which also says whether the kind
     # trains, on which corpus, and in which precision its authors trained.
