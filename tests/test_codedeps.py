@@ -399,7 +399,7 @@ def test_an_unwritable_cache_changes_no_fingerprint(package_copy, tmp_path, monk
     assert codedeps.file_fingerprint("training/job.py") == value
 
 
-# ---- parsed YAML through the same content-addressed cache (sentrepro.fsutil.parse_yaml)
+# ---- parsed YAML through the same content-addressed cache (sentrepro.yaml_files.parse_yaml)
 
 def _yaml_entries(cache: Path) -> list[Path]:
     return [path for path in cache.rglob("*") if path.is_file() and not path.name.startswith(".")]

@@ -24,7 +24,7 @@ _ROW = re.compile(r"^\|\s*(\d+)\s+([a-z]+)\s*\|([^|]*)\|")
 
 def parse_layers(text: str) -> list[tuple[str, list[str]]]:
     """``[(layer name, [patterns])]`` bottom first, from the doc's layer table (``| 3 plan | `registry`, ... |``).
-    Patterns are full dotted names: a row's `core` is ``sentrepro.runs``, `sentrepro` the package itself."""
+    Patterns are full dotted names: a row's `runs` is ``sentrepro.runs``, `sentrepro` the package itself."""
     rows = []
     for line in text.splitlines():
         match = _ROW.match(line)

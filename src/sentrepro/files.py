@@ -54,7 +54,7 @@ def disk_full(target: str | os.PathLike, needed: int | None = None) -> DiskFullE
                          f"{_mib(free_bytes(Path(target).parent))} free there; free some space and rerun")
 
 
-_WRITTEN: list[Path] = []  # targets of this process's atomic writes, for the ledger (sentrepro.ledger)
+_WRITTEN: list[Path] = []  # targets of this process's atomic writes, for the ledger (sentrepro.records.ledger)
 
 
 def written_targets() -> list[Path]:
