@@ -465,7 +465,7 @@ def test_a_moved_project_plans_nothing_and_each_module_edit_reruns_the_rules_tha
 
     # the fingerprint cache cannot go stale: a behaviour edit keeping the file's size and modification
     # time (its fingerprint is in the warm cache) still reruns every job whose code imports the module
-    rel = "encoder/start.py"
+    rel = "encoder/device.py"
     path = package / rel
     original, stat = path.read_text(encoding="utf-8"), path.stat()
     edited = same_size_behaviour_change(original)
