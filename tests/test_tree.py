@@ -8,9 +8,21 @@ import ast
 import collections
 from pathlib import Path
 
-from sentrepro.code.codedeps import PACKAGE_DIR, package_modules
+from sentrepro.code.codedeps import PACKAGE_DIR, direct_imports, package_modules
+from tests.test_layers import DOC, parse_layers, place
 
 TOP_LEVEL_MAX = 8  # the command and what every layer uses
+SCORING = "scoring"  # the layer of the evaluation maths, which any job may use
+
+
+def folder_order(text: str) -> list[str]:
+    """The folders of docs/architecture.md's "The package's folders" table, top to bottom (```name/``` cells)."""
+    section = text.split("## The package's folders", 1)[1].split("\n## ", 1)[0]
+    names = [line.split("|")[1].strip().strip("`").rstrip("/") for line in section.splitlines()
+             if line.startswith("| `") and line.split("|")[1].strip().endswith("/`")]
+    if not names:
+        raise AssertionError(f"{DOC}: no folder table under \"The package's folders\"")
+    return names
 
 
 def _calls(module_file: Path) -> set[str]:
@@ -63,3 +75,22 @@ def test_a_model_is_located_in_one_module_and_resolved_once_at_each_job_entry():
                          "sentrepro.export.folder"}
     below = [m for m in package_modules() if m.startswith(("sentrepro.encoder.", "sentrepro.methods."))]
     assert below and not [m for m in below if by_module[m] & (locating | {"resolve_model"})]
+
+
+def test_the_folders_import_in_the_order_the_architecture_doc_lists_them():
+    text = DOC.read_text(encoding="utf-8")
+    order = folder_order(text)
+    folders = {m.split(".")[1] for m in package_modules() if m.count(".") >= 2}
+    assert sorted(order) == sorted(folders), "every folder of the package has a row, and no other"
+    layers = parse_layers(text)
+    placed = place(package_modules(), layers)
+    scoring = next(i for i, (name, _) in enumerate(layers) if name == SCORING)
+
+    def rank(module: str) -> int:  # -1: the top level
+        parts = module.split(".")
+        return order.index(parts[1]) if len(parts) > 2 or parts[-1] in order else -1
+
+    # a package's __init__ comes with any import of its modules: the import of the module itself is what counts
+    backward = sorted(f"{m} -> {t}" for m in package_modules() for t in direct_imports(m) - {"sentrepro"}
+                      if rank(t) > rank(m) >= 0 and placed[t] != scoring and not _file(t).name == "__init__.py")
+    assert backward == []
