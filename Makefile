@@ -5,10 +5,15 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.sentrepro-installed
+TEST_STAMP := $(VENV)/.sentrepro-test-installed
 
-.PHONY: demo test test-fast setup system-deps lint clean-demo mutation
+.PHONY: demo test test-fast setup setup-test system-deps lint clean-demo mutation
 
+# `setup`: what the workflow runs (requirements.txt, the demo's offline data); `setup-test` adds what only the
+# tests and developer tools use (requirements-export.txt: sentence-transformers; requirements-test.txt: pytest,
+# mteb, mutmut), constrained to requirements.txt's pins so that torch and the rest stay as they are.
 setup: $(STAMP)
+setup-test: $(TEST_STAMP)
 
 # Debian packages the workflow itself needs: WordNet 3.0 (MoCoUTRL's synonym/antonym views, offline).
 # Installed only when missing and only as root; otherwise say what to install.
@@ -28,6 +33,10 @@ $(STAMP): requirements.txt requirements-offline-data.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $@
 
+$(TEST_STAMP): $(STAMP) requirements-export.txt requirements-test.txt
+	$(BIN)/python -m pip install --quiet -c requirements.txt -r requirements-export.txt -r requirements-test.txt
+	touch $@
+
 demo: setup system-deps
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --profile profiles/demo
 	@echo "Where the time went (per step, from the jobs' benchmark files):"
@@ -43,18 +52,18 @@ XDIST = -n $(PYTEST_WORKERS) --dist loadfile
 # every worker and every Snakemake/CLI start a test makes compiles the package again, and pytest rewrites the
 # asserts of every test file again (~5 s of CPU per worker per run).
 
-test: setup system-deps
+test: setup-test system-deps
 	PYTHONDONTWRITEBYTECODE= PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -q $(XDIST)
 
 # The inner loop: unit tests only (no workflow runs, no SLURM, nothing that trains for long). `make test`
 # (the README's test command, what CI runs) runs these and everything else.
-test-fast: setup
+test-fast: setup-test
 	PYTHONDONTWRITEBYTECODE= PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -q $(XDIST) -m "not slow and not slurm and not heavy"
 
 # Mutation testing of the protocol-critical code (benchmarks/mutation.py, BENCHMARKS.md "Mutation testing"): each
 # target's mutants against the unit tests that cover it, one target at a time. Not part of `make test` (tens of
 # minutes on 2 cores). MUTATION_ARGS: targets (e.g. evaluation/sts.py), --max-mutants N, --table.
-mutation: setup
+mutation: setup-test
 	PYTHONDONTWRITEBYTECODE=1 PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/mutation.py $(MUTATION_ARGS)
 
 lint: setup

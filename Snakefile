@@ -3,7 +3,7 @@
 #   snakemake --profile profiles/demo    the offline demo on a laptop (config.yaml + profiles/demo/overlay.yaml)
 from snakemake.utils import min_version
 
-from sentrepro.snakemake_signatures import memoize_signatures
+from sentrepro.planning.snakemake_signatures import memoize_signatures
 
 min_version("9.0")
 
@@ -30,7 +30,7 @@ include: "workflow/rules/export.smk"
 
 
 check_rule_code()
-memoize_signatures(workflow.rules)  # each rule function's parameters read once (sentrepro.snakemake_signatures)
+memoize_signatures(workflow.rules)  # each rule function's parameters read once (sentrepro.planning.snakemake_signatures)
 
 
 localrules:

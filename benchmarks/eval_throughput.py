@@ -36,14 +36,15 @@ import numpy as np
 import torch
 
 from harness import cpu_model  # benchmarks/ is on sys.path when run as a script
-from sentrepro.backbones import load_encoder, load_tokenizer
-from sentrepro.data.sts import read_sick, read_sts_benchmark, read_sts_year
+from sentrepro.encoder.load import load_encoder, load_tokenizer
+from sentrepro.pretrained.reference import local_directory
+from sentrepro.data.benchmarks.sts import read_sick, read_sts_benchmark, read_sts_year
 from sentrepro.evaluation.sts import correlations, cosine_rows
-from sentrepro.encoding import encode_sentences
+from sentrepro.encoder.encode import encode_sentences
 from sentrepro.evaluation.job import source_root
 from sentrepro.evaluation.sts_suite import YEARS, load_sts_tasks, score_tasks
 from sentrepro.methods import build_method
-from sentrepro.runner import stsb_dev_scorer
+from sentrepro.training.job import stsb_dev_scorer
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("SENTREPRO_SHARED_DATA", REPO.parent / "shared" / "data"))
@@ -181,9 +182,9 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    tokenizer = load_tokenizer(args.model)
+    tokenizer = load_tokenizer(local_directory(args.model))
     method = build_method("frozen", {"pooler": "cls"}, "bert", tokenizer)
-    model = method.build_model(load_encoder(args.model, "bert"))
+    model = method.build_model(load_encoder(local_directory(args.model), "bert"))
     model.eval()
     rows = []
     if not args.skip_dev:

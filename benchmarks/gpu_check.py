@@ -105,7 +105,7 @@ def sample_lengths(rng: np.random.Generator, percentiles: list[int], count: int)
 
 def write_cache(sequences: list[np.ndarray], directory: Path, vocab_size: int) -> Path:
     """Id sequences in the tokenize-once layout (ids.npy, offsets.npy, meta.json) that training reads."""
-    from sentrepro.fsutil import atomic_write_json
+    from sentrepro.files import atomic_write_json
 
     directory.mkdir(parents=True, exist_ok=True)
     lengths = np.array([len(s) for s in sequences], dtype=np.int64)
@@ -147,7 +147,7 @@ def text_corpora(workdir: Path, tokenizer, corpus: Path) -> dict:
 
 
 def spec_for(name: str, args, model_dir: Path, corpora: dict, **overrides) -> dict:
-    from sentrepro import registry
+    from sentrepro.planning import registry
 
     recipe = config_recipe(name)
     warmup, windows, steps = SCHEDULE["tiny" if args.tiny else "gpu"]
@@ -297,7 +297,7 @@ def main() -> None:
                                               warmup=COMPILE_WARMUP)), alternate=False)  # one compilation
     print(f"gpu_check finished in {time.perf_counter() - started:.0f} s")
     if args.json:
-        from sentrepro.fsutil import atomic_write_json
+        from sentrepro.files import atomic_write_json
 
         atomic_write_json(args.json, {"machine": info, "precision": precision, "results": rows, "failed": failed})
     if failed:

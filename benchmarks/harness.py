@@ -1,6 +1,6 @@
 """Shared pieces of the training benchmarks: machine description, data, backbones, recipes, timed steps.
 
-The timed steps go through the training loop's own functions (``sentrepro.train.device_batch`` and
+The timed steps go through the training loop's own functions (``sentrepro.training.loop.device_batch`` and
 ``optimizer_step``), so a benchmark measures the code that trains, not a copy of it. Each
 measurement runs in its own subprocess (``python benchmarks/harness.py --worker SPEC``): that
 isolates peak memory per method and keeps one method's allocations from slowing the next.
@@ -40,8 +40,8 @@ except ImportError:  # pragma: no cover - depends on the machine
 
 import torch  # noqa: E402
 
-from sentrepro import registry  # noqa: E402
-from sentrepro.train import TrainSettings, batch_indices, build_optimization, device_batch, optimizer_step  # noqa: E402
+from sentrepro.planning import registry  # noqa: E402
+from sentrepro.training.loop import TrainSettings, batch_indices, build_optimization, device_batch, optimizer_step  # noqa: E402
 
 SHARED_DATA = Path(os.environ.get("SENTREPRO_SHARED_DATA", REPO.parent / "shared" / "data"))
 WIKI_FILE = "wiki/wiki1m_for_simcse.first1280000bytes.txt"
@@ -150,7 +150,7 @@ def view_texts(sentences: list[str], min_words: int = 25) -> list[str]:
 
 def tokenized_corpus(texts: list[str], tokenizer, directory: Path) -> Path:
     """Tokenize ``texts`` once into ``directory`` (the workflow's cache layout); returns the directory."""
-    from sentrepro.tokenize import tokenize_corpus
+    from sentrepro.training.corpus import tokenize_corpus
 
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "sentences.txt").write_text("\n".join(texts) + "\n", encoding="utf-8")
@@ -315,20 +315,22 @@ def measure(spec: dict) -> dict:
     ``spec``: model, family, name, kind, params, attention, batch_size, warmup, windows, steps,
     corpus (tokenized dir), device, precision, threads, pin_memory, compile, sync_every, delta_rows.
     """
-    from sentrepro.backbones import load_encoder, load_tokenizer
+    from sentrepro.encoder.load import load_encoder, load_tokenizer
     from sentrepro.methods import build_method
-    from sentrepro.tokenize import TokenizedCorpus
-    from sentrepro.train import seed_everything
+    from sentrepro.training.corpus import TokenizedCorpus
+    from sentrepro.encoder.start import seed_everything
+    from sentrepro.pretrained.reference import local_directory
 
     quiet_transformers()
     torch.set_num_threads(spec.get("threads", 1))
     device = torch.device(spec.get("device", "cpu"))
     seed_everything(spec.get("seed", 42))
-    tokenizer = load_tokenizer(spec["model"])
+    location = local_directory(spec["model"])
+    tokenizer = load_tokenizer(location)
     method = build_method(spec["kind"], spec["params"], spec["family"], tokenizer)
     if spec.get("delta_rows"):
         with_fixed_delta_rows(method, spec["delta_rows"])
-    encoder = load_encoder(spec["model"], spec["family"], attention=spec.get("attention", "eager"),
+    encoder = load_encoder(location, spec["family"], attention=spec.get("attention", "eager"),
                            dropout=spec["params"].get("dropout"))
     model = method.build_model(encoder).to(device)
     if spec.get("compile"):

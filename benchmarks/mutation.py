@@ -72,9 +72,9 @@ K_TRAIN = "train_step or batches_cover or adamw or schedule"  # -k matches file 
 TARGETS = (
     Target("evaluation/sts.py", None, ("tests/test_eval_sts.py",), "STS scoring and the 'all' aggregation", cap=None),
     Target("evaluation/sts_suite.py", ("score_tasks",), ("tests/test_eval_sts.py",), "STS suite scoring", cap=None),
-    Target("optim.py", None, ("tests/test_train_step.py", "tests/test_simcse.py", "-k", K_TRAIN),
+    Target("training/optim.py", None, ("tests/test_train_step.py", "tests/test_simcse.py", "-k", K_TRAIN),
            "AdamW (HF 4.2.1), weight-decay groups, lr schedules", cap=None),
-    Target("train.py", ("total_steps", "batch_indices", "epoch_order", "build_optimization", "optimizer_step"),
+    Target("training/loop.py", ("total_steps", "batch_indices", "epoch_order", "build_optimization", "optimizer_step"),
            ("tests/test_train_step.py", "tests/test_train.py", "-k", K_TRAIN),
            "training step, clipping, schedule length, batch order", cap=None),
     Target("evaluation/suites.py", ("senteval_ordered", "split_features", "score_transfer_task", "run_transfer"),
@@ -90,11 +90,11 @@ TARGETS = (
            "KMeans clustering, Hungarian accuracy, NMI"),
     Target("tables/aggregate.py", None, ("tests/test_tables.py", "-k", "seed or summary or statistic"),
            "table cells: statistics over seeds"),
-    Target("codedeps.py", ("_strip_docstrings", "normalised_source", "cache_key", "file_fingerprint", "combine"),
+    Target("code/codedeps.py", ("_strip_docstrings", "normalised_source", "cache_key", "file_fingerprint", "combine"),
            ("tests/test_codedeps.py", "-k",
             "docstring or string_literal or yaml or behaviour or cache_key or normalised"),
            "code fingerprints", cap=None),
-    Target("integrity.py", ("file_sha256", "verify_files", "dataset_files", "verify_dataset", "manifest_files"),
+    Target("records/integrity.py", ("file_sha256", "verify_files", "dataset_files", "verify_dataset", "manifest_files"),
            ("tests/test_reliability.py", "-k", "dataset or weight_byte or stamp"), "dataset integrity check"),
     Target("data/download.py", ("_normalise_sha256", "_reuse_existing", "_verify_partial", "_download_http_verified"),
            ("tests/test_download.py",), "download checksum verification"),
@@ -109,7 +109,7 @@ TARGETS = (
            ("tests/test_method_esimcse.py",), "ESimCSE repetition, queue, momentum"),
     Target("methods/mocoutrl.py", ("ntxent_pml", "released_labels", "views_infonce", "token_contrast"),
            ("tests/test_method_mocoutrl.py",), "MoCoUTRL losses"),
-    Target("stats.py", None, ("tests/test_stats.py",), "verdict statistics"),
+    Target("verdicts/stats.py", None, ("tests/test_stats.py",), "verdict statistics"),
 )
 BY_MODULE = {target.module: target for target in TARGETS}
 

@@ -112,9 +112,9 @@ def dev_denoise(prepared: dict, args) -> None:
     """STS-B dev encoding with the dev δ at 128 rows (reference) vs the rows each length-sorted batch needs."""
     import torch
 
-    from sentrepro.backbones import load_encoder, load_tokenizer
-    from sentrepro.data.sts import read_sts_benchmark
-    from sentrepro.encoding import encode_sentences
+    from sentrepro.encoder.load import load_encoder, load_tokenizer
+    from sentrepro.data.benchmarks.sts import read_sts_benchmark
+    from sentrepro.encoder.encode import encode_sentences
     from sentrepro.methods import build_method
     from harness import config_recipe
 

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sentrepro.data import transfer as parsers
+from sentrepro.data.benchmarks import transfer as parsers
 from sentrepro.evaluation.suites import (
     TRANSFER_DIRS,
     read_transfer_task,

@@ -2,7 +2,7 @@
 
 Measured here (medians of several repeats):
 
-* our one-off tokenization (``sentrepro.tokenize.tokenize_corpus``: ids without special tokens,
+* our one-off tokenization (``sentrepro.training.corpus.tokenize_corpus``: ids without special tokens,
   memory-mapped ``ids.npy`` / ``offsets.npy``), as sentences/s and extrapolated to the 1M sentences
   of wiki1m;
 * SimCSE's per-run preprocessing, as its ``train.py`` ``prepare_features`` does it (every sentence
@@ -48,9 +48,9 @@ def timed(function, repeats: int) -> list[float]:
 
 def matrix_counts(config_path: Path) -> dict:
     """Trained runs of the paper matrix per (tokenizer, training corpus), and per (kind, tokenizer)."""
-    from sentrepro.config import load_config
-    from sentrepro.matrix import runs
-    from sentrepro import registry
+    from sentrepro.planning.config import load_config
+    from sentrepro.planning.matrix import runs
+    from sentrepro.planning import registry
 
     config = load_config(config_path)
     per_cache: Counter = Counter()
@@ -72,8 +72,8 @@ def main() -> None:
     parser.add_argument("--config", type=Path, default=REPO / "config.yaml")
     args = parser.parse_args()
 
-    from sentrepro.backbones import load_tokenizer
-    from sentrepro.tokenize import TokenizedCorpus, tokenize_corpus
+    from sentrepro.encoder.load import load_tokenizer
+    from sentrepro.training.corpus import TokenizedCorpus, tokenize_corpus
 
     print(machine_line(machine()))
     tokenizer = load_tokenizer(str(minilm_dir()))

@@ -46,7 +46,7 @@ TINY_MAX_LENGTH = 128  # the tiny model has 160 positions: MoCoUTRL's 200-token 
 
 def prepare(workdir: Path, corpus: Path | None) -> dict:
     """Backbones and the two tokenized corpora (sentences; MoCoUTRL views), tokenized once for every worker."""
-    from sentrepro.backbones import load_tokenizer
+    from sentrepro.encoder.load import load_tokenizer
 
     models = {"tiny": tiny_bert(workdir / "tiny-bert"), "minilm": minilm_dir()}
     tokenizer = load_tokenizer(str(models["minilm"]))  # tiny BERT shares MiniLM's uncased vocabulary
@@ -57,7 +57,7 @@ def prepare(workdir: Path, corpus: Path | None) -> dict:
 
 
 def worker_spec(prepared: dict, model: str, name: str, args, **overrides) -> dict:
-    from sentrepro import registry
+    from sentrepro.planning import registry
 
     recipe = without_mlm_head(config_recipe(name))
     if model == "tiny" and recipe["params"].get("max_seq_length", 0) > TINY_MAX_LENGTH:  # MoCoUTRL's 200
@@ -113,7 +113,7 @@ def main() -> None:
                 results.append(result)
                 print(report_line(result), flush=True)
     if args.json:
-        from sentrepro.fsutil import atomic_write_json
+        from sentrepro.files import atomic_write_json
 
         atomic_write_json(args.json, {"machine": machine(), "results": results})
 

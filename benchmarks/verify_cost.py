@@ -21,9 +21,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from sentrepro import integrity
-from sentrepro.fsutil import atomic_write_json, sha256_file
-from sentrepro.integrity import refresh_stamp, write_stamp
+from sentrepro.records import integrity
+from sentrepro.files import atomic_write_json
+from sentrepro.hashing import sha256_file
+from sentrepro.records.integrity import refresh_stamp, write_stamp
 from sentrepro.pretrained.snapshot import open_snapshot
 
 BERT_LARGE_BYTES = 1_340_000_000  # bert-large-uncased model.safetensors is 1.34 GB

@@ -9,11 +9,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from sentrepro.code.units import BUILT_IN
+from sentrepro.planning import registry
 from tests.workflow_helpers import only_blocks, only_units, tiny_overlay
 
 EXP = "wfmethods"
 SEED = 3
-TRAINED = ["simcse", "promptbert", "optiprompt", "esimcse", "conpvp", "mocoutrl"]
+# Every built-in kind that trains, from the units (a new kind joins the test that trains every method by itself)
+TRAINED = [kind for kind, entry in registry.methods().items() if entry.trains and entry.origin == BUILT_IN]
 BACKBONES = {"tiny-bert": "bert", "tiny-roberta": "roberta", "tiny-deberta": "deberta"}
 # OptiPrompt is BERT-only (PromptBERT's run.sh has no RoBERTa OptiPrompt template)
 RUNS = [(b, m) for m in TRAINED for b in ("tiny-bert", "tiny-roberta") if (b, m) != ("tiny-roberta", "optiprompt")]

@@ -1,4 +1,4 @@
-"""Which package modules and data files each workflow rule's code uses, computed without sentrepro.codedeps.
+"""Which package modules and data files each workflow rule's code uses, computed without sentrepro.code.codedeps.
 
 Tests compare the workflow's code fingerprints against this independent answer: the entry point of a
 rule is read from the text of its shell command in workflow/rules/*.smk, the modules it imports from
@@ -48,7 +48,7 @@ def rule_entries(rules_dir: Path = REPO / "workflow" / "rules") -> dict[str, str
 
 def _rule_names(name: str, body: str) -> list[str]:
     """The rule's name, or the names a loop's `name: f"evaluate_{_suite}"` takes: one per suite of the
-    registry file (read here with yaml, not through sentrepro.registry)."""
+    registry file (read here with yaml, not through sentrepro.planning.registry)."""
     if name:
         return [name]
     template = re.search(r'name:\s*f"([^"]+)"', body).group(1)
@@ -57,7 +57,7 @@ def _rule_names(name: str, body: str) -> list[str]:
 
 def sidecar_units(section: str, package: Path = PACKAGE) -> dict[str, str]:
     """Unit name -> its module, for one section (suites, methods, figures) of every ``<module>.units.yaml``
-    sidecar of the package, read with yaml alone (not through sentrepro.units)."""
+    sidecar of the package, read with yaml alone (not through sentrepro.code.units)."""
     found = {}
     for sidecar in sorted(package.rglob("*.units.yaml")):
         rel = sidecar.relative_to(package.parent)
@@ -140,7 +140,7 @@ def entry_closure(entry: str, tmp_path: Path) -> set[str]:
 
 
 def module_file(module: str) -> str:
-    """``sentrepro.data.sts`` -> ``data/sts.py`` (or ``.../__init__.py``), relative to the package."""
+    """``sentrepro.data.benchmarks.sts`` -> ``data/benchmarks/sts.py`` (or ``.../__init__.py``), relative to the package."""
     parts = module.split(".")[1:]
     path = PACKAGE.joinpath(*parts)
     return (path / "__init__.py" if path.is_dir() else path.with_suffix(".py")).relative_to(PACKAGE).as_posix()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sentrepro.data.sts import read_sts_benchmark
+from sentrepro.data.benchmarks.sts import read_sts_benchmark
 from sentrepro.evaluation.job import SuiteJob, source_root, write_metrics
 
 

@@ -119,7 +119,7 @@ def test_the_new_benchmark_shows_in_every_derived_list(toy_on_path):
     assert counts.EXPECTED_CLASSES["ToyTopics"] == 3
     assert tasks.task_names("toy") == ["ToyTopics"]
     assert tasks.task_names("wos") == ["WOS5736", "WOS11967", "WOS46985"]  # the others are still there
-    from sentrepro import registry  # the config schema's task enums ({enum_of: <group>}) come from the units
+    from sentrepro.planning import registry  # the config schema's task enums ({enum_of: <group>}) come from the units
 
     assert registry.suite_block_schema("clustering", {})["properties"]["sets"]["items"]["enum"] == \
         list(benchmarks.benchmarks()["clustering"].tasks["clustering"])

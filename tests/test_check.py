@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from sentrepro.cli import main
-from sentrepro.config import ConfigError, load_config, load_yaml, validate
+from sentrepro.planning.config import ConfigError, load_config, load_yaml, validate
 from sentrepro.data.check import CheckConfigError, check_source, text_variant
 from sentrepro.data.prepare import PinMismatch, prepare
 from sentrepro.data.records import CountMismatch, DataFormatError
-from sentrepro.fsutil import read_json
+from sentrepro.files import read_json
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -124,7 +124,7 @@ def test_config_sources_pin_every_clustering_file_and_the_wos_zip():
 
 
 def test_clustering_pins_match_the_real_files(shared_data):
-    from sentrepro.fsutil import sha256_file
+    from sentrepro.hashing import sha256_file
 
     sources = load_config(REPO / "config.yaml")["data"]["sources"]
     for entry in sources["clustering"]["files"]:

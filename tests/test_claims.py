@@ -1,4 +1,4 @@
-"""src/sentrepro/tables/claims.yaml, checked like reported.yaml: every claim's quote is on its cited line
+"""src/sentrepro/verdicts/claims.yaml, checked like reported.yaml: every claim's quote is on its cited line
 of the paper text, its numbers are in the quote, its sides are cells of table specs, and the papers'
 own tables agree with each claim (the known contradictions listed below)."""
 
@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from sentrepro.stats import signed_magnitude
+from sentrepro.verdicts.stats import signed_magnitude
 from sentrepro.tables.build import paper_value
-from sentrepro.tables.reported import load_reported
-from sentrepro.tables.spec import cell_selector, load_spec
-from sentrepro.config import load_config
+from sentrepro.planning.reported import load_reported
+from sentrepro.planning.table_specs import cell_selector, load_spec
+from sentrepro.planning.config import load_config
 from sentrepro.verdicts.claims import ClaimsError, load_claims, normalise, plan_problems, sides, validate_claims
 
 REPO = Path(__file__).resolve().parents[1]
@@ -108,7 +108,7 @@ def test_claims_the_papers_own_numbers_contradict_record_the_inconsistency(claim
     assert contradicted <= flagged, contradicted - flagged
     # a gap the text calls "significant" that Welch's t on the paper's own numbers (mean ± std of its seeds)
     # does not show is an inconsistency too: ConPVP's SUBJ on RoBERTa-base, 93.20 ± 0.11 vs 93.18 ± 0.13
-    from sentrepro.stats import welch_interval
+    from sentrepro.verdicts.stats import welch_interval
     unshown = set()
     for claim in claims["claims"]:
         if "significant" not in claim["quote"]:

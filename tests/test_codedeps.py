@@ -1,4 +1,4 @@
-"""Code fingerprints (sentrepro.codedeps): closures checked against the standard library's modulefinder,
+"""Code fingerprints (sentrepro.code.codedeps): closures checked against the standard library's modulefinder,
 normalisation (comments and docstrings change nothing), package data declarations, stale records."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sentrepro import codedeps
+from sentrepro.code import codedeps
 from tests.module_closures import cli_commands, command_script, modulefinder_closure, rule_entries
 from tests.workflow_helpers import same_size_behaviour_change
 
@@ -34,11 +34,11 @@ def test_closures_are_not_everything():
     tokenize = codedeps.module_closure(("cli:tokenize",))
     assert len(tokenize) < len(everything) / 2
     # none of training, the methods, evaluation's protocols, the tables or the verdicts
-    assert not {m for m in tokenize if m.startswith(("sentrepro.train", "sentrepro.runner", "sentrepro.tables",
-                                                     "sentrepro.verdicts", "sentrepro.stats",
+    assert not {m for m in tokenize if m.startswith(("sentrepro.training.loop", "sentrepro.training.job", "sentrepro.tables",
+                                                     "sentrepro.verdicts", "sentrepro.verdicts.stats",
                                                      "sentrepro.evaluation.sts", "sentrepro.methods.simcse"))}
-    assert "sentrepro.runner" in codedeps.module_closure(("cli:train",))
-    assert "sentrepro.runner" not in codedeps.module_closure(("cli:figure",))
+    assert "sentrepro.training.job" in codedeps.module_closure(("cli:train",))
+    assert "sentrepro.training.job" not in codedeps.module_closure(("cli:figure",))
 
 
 def test_no_module_but_the_cli_imports_the_cli():
@@ -50,7 +50,7 @@ def test_every_package_data_file_is_declared_by_a_module():
     """Every data file is either declared by the module reading it (PACKAGE_DATA) or unit metadata (a
     sidecar or shared parameter file, fingerprinted per unit), never both: a sidecar declared as package
     data would put every unit's metadata into the code of every job."""
-    from sentrepro import units
+    from sentrepro.code import units
 
     declared = {rel for module in codedeps.package_modules() for rel in codedeps.declared_data(module)}
     unit_files = {p.relative_to(codedeps.PACKAGE_DIR).as_posix() for pattern in units.UNIT_FILES
@@ -58,9 +58,9 @@ def test_every_package_data_file_is_declared_by_a_module():
     shipped = {p.relative_to(codedeps.PACKAGE_DIR).as_posix() for p in codedeps.PACKAGE_DIR.rglob("*")
                if p.is_file() and p.suffix not in (".py", ".pyc") and "__pycache__" not in p.parts}
     assert shipped == declared | unit_files and not declared & unit_files
-    assert {"methods/simcse.units.yaml", "train.params.yaml"} <= unit_files
-    assert "tables/reported.yaml" in codedeps.closure_files(["cli:table"])
-    assert "tables/reported.yaml" not in codedeps.closure_files(["cli:train"])
+    assert {"methods/simcse.units.yaml", "training/loop.params.yaml"} <= unit_files
+    assert "planning/reported.yaml" in codedeps.closure_files(["cli:table"])
+    assert "planning/reported.yaml" not in codedeps.closure_files(["cli:train"])
 
 
 def test_every_rule_file_entry_is_found_and_matches_shell_entry():
@@ -97,7 +97,7 @@ def package_copy(tmp_path, monkeypatch):
 
 def test_comments_and_docstrings_change_nothing_but_behaviour_does(package_copy):
     before = codedeps.code_record(["cli:train"])
-    runner = package_copy / "runner.py"
+    runner = package_copy / "training/job.py"
     text = runner.read_text()
     edited = text.replace('"""The step behind', '"""A new docstring. The step behind', 1)
     signature = "    def score(model: SentenceModel) -> float:\n"  # a function without a docstring
@@ -113,9 +113,9 @@ def test_comments_and_docstrings_change_nothing_but_behaviour_does(package_copy)
     codedeps._record.cache_clear()
     after = codedeps.code_record(["cli:train"])
     assert after["fingerprint"] != before["fingerprint"]
-    assert [rel for rel in after["modules"] if after["modules"][rel] != before["modules"][rel]] == ["runner.py"]
-    assert codedeps.compare(before) == [f"runner.py: {before['modules']['runner.py']} -> {after['modules']['runner.py']}"]
-    assert "runner.py" in codedeps.stale_description(before)
+    assert [rel for rel in after["modules"] if after["modules"][rel] != before["modules"][rel]] == ["training/job.py"]
+    assert codedeps.compare(before) == [f"training/job.py: {before['modules']['training/job.py']} -> {after['modules']['training/job.py']}"]
+    assert "training/job.py" in codedeps.stale_description(before)
     assert codedeps.compare(after) == [] and codedeps.stale_description(after) is None
 
 
@@ -135,7 +135,7 @@ def function_body_string(tree: ast.Module) -> ast.Constant:
 def test_a_string_literal_edit_inside_a_function_body_changes_the_fingerprint(package_copy):
     """A mode name or a config key inside a function is behaviour: only docstrings are ignored, not strings."""
     before = codedeps.code_record(["cli:train"])
-    runner = package_copy / "runner.py"
+    runner = package_copy / "training/job.py"
     text = runner.read_text()
     node = function_body_string(ast.parse(text))
     lines = text.splitlines(keepends=True)
@@ -149,13 +149,13 @@ def test_a_string_literal_edit_inside_a_function_body_changes_the_fingerprint(pa
     codedeps.file_fingerprint.cache_clear()
     codedeps._record.cache_clear()
     after = codedeps.code_record(["cli:train"])
-    assert [rel for rel in after["modules"] if after["modules"][rel] != before["modules"][rel]] == ["runner.py"], \
-        f"editing {literal} at runner.py:{node.lineno} changed no fingerprint"
+    assert [rel for rel in after["modules"] if after["modules"][rel] != before["modules"][rel]] == ["training/job.py"], \
+        f"editing {literal} at training/job.py:{node.lineno} changed no fingerprint"
 
 
 def test_yaml_comments_change_nothing_but_values_do(package_copy):
     before = codedeps.rule_code("cli:table")
-    reported = package_copy / "tables" / "reported.yaml"
+    reported = package_copy / "planning" / "reported.yaml"
     text = reported.read_text()
     reported.write_text("# a comment\n" + text)
     codedeps.file_fingerprint.cache_clear()
@@ -168,20 +168,20 @@ def test_yaml_comments_change_nothing_but_values_do(package_copy):
 
 
 def test_an_import_added_inside_a_function_joins_the_closure(package_copy):
-    assert "sentrepro.templates" not in codedeps.module_closure(("cli:figure",))
+    assert "sentrepro.methods.templates" not in codedeps.module_closure(("cli:figure",))
     figures = package_copy / "evaluation" / "figures.py"
-    figures.write_text(figures.read_text() + "\n\ndef _probe():\n    from ..templates import fill_template\n    return fill_template\n")
+    figures.write_text(figures.read_text() + "\n\ndef _probe():\n    from ..methods.templates import fill_template\n    return fill_template\n")
     codedeps._tree.cache_clear()
     codedeps.direct_imports.cache_clear()
     codedeps.module_closure.cache_clear()
-    assert "sentrepro.templates" in codedeps.module_closure(("cli:figure",))
+    assert "sentrepro.methods.templates" in codedeps.module_closure(("cli:figure",))
 
 
 def test_a_method_job_covers_its_own_method_module_only():
     """The method registry imports method modules on demand: a training job's code is the command's
     closure plus its own method's module (and what that imports), so editing ConPVP reruns ConPVP only."""
-    from sentrepro import registry
-    from sentrepro.codedeps import closure_files
+    from sentrepro.planning import registry
+    from sentrepro.code.codedeps import closure_files
     from sentrepro.methods import method_class, method_entry
 
     command = set(closure_files(["cli:train"]))
@@ -196,8 +196,8 @@ def test_a_method_job_covers_its_own_method_module_only():
 
 def test_an_evaluation_job_covers_its_own_suite_module_only():
     """Suites are imported on demand too: an STS job's code holds the STS suite's module, not clustering's."""
-    from sentrepro import registry
-    from sentrepro.codedeps import closure_files
+    from sentrepro.planning import registry
+    from sentrepro.code.codedeps import closure_files
 
     command = set(closure_files(["cli:evaluate"]))
     assert "evaluation/sts_suite.py" not in command and "evaluation/suites.py" not in command
@@ -210,7 +210,8 @@ def test_an_evaluation_job_covers_its_own_suite_module_only():
 @pytest.fixture
 def units_copy(package_copy, monkeypatch):
     """package_copy, with unit discovery and the registry reading the copy too."""
-    from sentrepro import registry, units
+    from sentrepro.code import units
+    from sentrepro.planning import registry
 
     def clear():
         for function in (units.discover, units.shared_parameters, registry.methods, registry.suites,
@@ -225,7 +226,8 @@ def units_copy(package_copy, monkeypatch):
 
 def _unit_codes(units_copy) -> dict[tuple, str]:
     """(kind, suite) -> the code fingerprint of an evaluation job, for a few kinds and suites, recomputed."""
-    from sentrepro import registry, units
+    from sentrepro.code import units
+    from sentrepro.planning import registry
 
     for function in (units.discover, units.shared_parameters, registry.methods, registry.suites,
                      registry._method_params, codedeps.file_fingerprint, codedeps._record):
@@ -256,7 +258,7 @@ def test_unit_keys_that_only_schedule_change_no_fingerprint(units_copy):
 def test_a_new_unit_changes_no_fingerprint_and_a_unit_edit_only_its_own(units_copy):
     """Adding a unit (a module and its sidecar) changes no existing job's code; editing one unit's
     parameter schema changes the code of its jobs only; the shared trainer keys are the trained kinds'."""
-    from sentrepro import registry
+    from sentrepro.planning import registry
 
     before = _unit_codes(units_copy)
     methods = units_copy / "methods"
@@ -273,7 +275,7 @@ def test_a_new_unit_changes_no_fingerprint_and_a_unit_edit_only_its_own(units_co
                                                    "dup_rate: {type: number, exclusiveMinimum: 0.01,"))
     after = _unit_codes(units_copy)
     assert {key for key in before if after[key] != before[key]} == {("esimcse", "sts"), ("esimcse", "clustering")}
-    trainer = units_copy / "train.params.yaml"
+    trainer = units_copy / "training/loop.params.yaml"
     trainer.write_text(trainer.read_text().replace("lr: {type: number, exclusiveMinimum: 0}",
                                                    "lr: {type: number, exclusiveMinimum: 0, maximum: 1}"))
     changed = _unit_codes(units_copy)
@@ -290,23 +292,23 @@ def test_a_same_size_same_mtime_behaviour_edit_changes_the_cached_fingerprint(pa
     import os
 
     monkeypatch.setenv(codedeps.CACHE_ENV, str(tmp_path / "fp-cache"))
-    runner = package_copy / "runner.py"
+    runner = package_copy / "training/job.py"
     text = runner.read_text()
     stat = runner.stat()
-    before = codedeps.file_fingerprint("runner.py")
+    before = codedeps.file_fingerprint("training/job.py")
     assert any((tmp_path / "fp-cache").rglob("*")), "the cache was not written"
     codedeps.file_fingerprint.cache_clear()
-    assert codedeps.file_fingerprint("runner.py") == before  # read back from the warm cache
+    assert codedeps.file_fingerprint("training/job.py") == before  # read back from the warm cache
     edited = same_size_behaviour_change(text)
     assert edited != text and len(edited.encode()) == len(text.encode())
     runner.write_text(edited)
     os.utime(runner, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     assert runner.stat().st_size == stat.st_size and runner.stat().st_mtime_ns == stat.st_mtime_ns
     codedeps.file_fingerprint.cache_clear()
-    after = codedeps.file_fingerprint("runner.py")
+    after = codedeps.file_fingerprint("training/job.py")
     monkeypatch.setenv(codedeps.CACHE_ENV, "off")
     codedeps.file_fingerprint.cache_clear()
-    assert after == codedeps.file_fingerprint("runner.py") != before  # what no cache computes
+    assert after == codedeps.file_fingerprint("training/job.py") != before  # what no cache computes
 
 
 def test_a_corrupt_or_misplaced_cache_entry_is_ignored_and_rewritten(package_copy, tmp_path, monkeypatch):
@@ -314,7 +316,7 @@ def test_a_corrupt_or_misplaced_cache_entry_is_ignored_and_rewritten(package_cop
     or altered entry, or a valid entry of another file copied under this key, is recomputed and replaced."""
     cache = tmp_path / "fp-cache"
     monkeypatch.setenv(codedeps.CACHE_ENV, str(cache))
-    rel, other = "runner.py", "templates.py"
+    rel, other = "training/job.py", "methods/templates.py"
     key = codedeps.cache_key(rel, (package_copy / rel).read_bytes())
     other_key = codedeps.cache_key(other, (package_copy / other).read_bytes())
     assert key != other_key
@@ -347,9 +349,9 @@ def test_cache_key_kind_defaults_to_a_fingerprint():
 
 
 def test_normalised_source_of_a_module_read_from_disk_is_that_of_its_bytes():
-    raw = (codedeps.PACKAGE_DIR / "runner.py").read_bytes()
-    assert codedeps.normalised_source("runner.py") == codedeps.normalised_source("runner.py", raw)
-    assert b"The step behind" not in codedeps.normalised_source("runner.py")  # its docstrings are gone
+    raw = (codedeps.PACKAGE_DIR / "training/job.py").read_bytes()
+    assert codedeps.normalised_source("training/job.py") == codedeps.normalised_source("training/job.py", raw)
+    assert b"The step behind" not in codedeps.normalised_source("training/job.py")  # its docstrings are gone
 
 
 @pytest.mark.parametrize("suffix", [".yaml", ".yml", ".json"])
@@ -383,28 +385,28 @@ def test_closures_through_a_warm_cache_are_the_uncached_ones(package_copy, tmp_p
     assert any((tmp_path / "fp-cache").rglob("*"))
     assert closures(commands) == uncached  # warm: read back
     figures = package_copy / "evaluation" / "figures.py"
-    figures.write_text(figures.read_text() + "\n\ndef _probe():\n    from ..templates import fill_template\n")
-    assert "templates.py" in closures(["figure"])["figure"] and "templates.py" not in uncached["figure"]
+    figures.write_text(figures.read_text() + "\n\ndef _probe():\n    from ..methods.templates import fill_template\n")
+    assert "methods/templates.py" in closures(["figure"])["figure"] and "methods/templates.py" not in uncached["figure"]
 
 
 def test_an_unwritable_cache_changes_no_fingerprint(package_copy, tmp_path, monkeypatch):
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("")
     monkeypatch.setenv(codedeps.CACHE_ENV, str(blocker / "cache"))
-    value = codedeps.file_fingerprint("runner.py")
+    value = codedeps.file_fingerprint("training/job.py")
     monkeypatch.setenv(codedeps.CACHE_ENV, "off")
     codedeps.file_fingerprint.cache_clear()
-    assert codedeps.file_fingerprint("runner.py") == value
+    assert codedeps.file_fingerprint("training/job.py") == value
 
 
-# ---- parsed YAML through the same content-addressed cache (sentrepro.fsutil.parse_yaml)
+# ---- parsed YAML through the same content-addressed cache (sentrepro.yaml_files.parse_yaml)
 
 def _yaml_entries(cache: Path) -> list[Path]:
     return [path for path in cache.rglob("*") if path.is_file() and not path.name.startswith(".")]
 
 
 def test_parsed_yaml_is_cached_by_content_and_equal_to_an_uncached_parse(tmp_path, monkeypatch):
-    from sentrepro.fsutil import parse_yaml
+    from sentrepro.yaml_files import parse_yaml
 
     text = "a: 1\nb: [x, 2.5, true, null]\nnested: &base {k: v}\nagain: *base\n"
     monkeypatch.setenv(codedeps.CACHE_ENV, "off")
@@ -427,7 +429,7 @@ def test_a_tampered_yaml_entry_is_ignored_and_a_document_json_cannot_hold_is_nev
                                                                                                      monkeypatch):
     import datetime
 
-    from sentrepro.fsutil import parse_yaml
+    from sentrepro.yaml_files import parse_yaml
 
     cache = tmp_path / "cache"
     monkeypatch.setenv(codedeps.CACHE_ENV, str(cache))

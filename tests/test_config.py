@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from sentrepro.config import ConfigError, load_config, load_yaml, validate
-from sentrepro.core import Run, method_params, source_slice
-from sentrepro.matrix import runs, train_slice
+from sentrepro.planning.config import ConfigError, load_config, load_yaml, validate
+from sentrepro.runs import Run, method_params, source_slice
+from sentrepro.planning.matrix import runs, train_slice
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 PAPER = REPO_ROOT / "config.yaml"
@@ -36,7 +36,7 @@ def test_unknown_key_is_named(paper):
 
 def test_a_parameter_of_another_kind_is_unknown_and_each_kind_takes_its_registered_params(paper):
     """Per-kind parameter schemas come from the registry: ESimCSE's dup_rate is no SimCSE key."""
-    from sentrepro import registry
+    from sentrepro.planning import registry
 
     wrong = copy.deepcopy(paper)
     wrong["methods"]["simcse"]["params"]["dup_rate"] = 0.3
@@ -54,8 +54,8 @@ def test_a_parameter_of_another_kind_is_unknown_and_each_kind_takes_its_register
 
 
 def test_kind_suite_and_figure_enums_come_from_the_registry(paper):
-    from sentrepro import registry
-    from sentrepro.config import schema
+    from sentrepro.planning import registry
+    from sentrepro.planning.config import schema
 
     properties = schema()["properties"]
     assert properties["methods"]["additionalProperties"]["properties"]["kind"]["enum"] == list(registry.methods())
@@ -204,7 +204,7 @@ def test_schema_defaults_are_filled_where_absent_and_only_there(paper):
 
 
 def test_a_default_the_filler_cannot_place_is_an_error(paper, monkeypatch):
-    import sentrepro.config as config_module
+    import sentrepro.planning.config as config_module
 
     schema = config_module.schema()
     schema["properties"]["training"]["oneOf"] = [{"properties": {"threads": {"default": 4}}}, {}]

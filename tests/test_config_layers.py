@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from sentrepro.config import load_config
-from sentrepro.matrix import runs
+from sentrepro.planning.config import load_config
+from sentrepro.planning.matrix import runs
 from tests.workflow_helpers import REPO, copy_checkout
 
 PROFILE = "profiles/demo"

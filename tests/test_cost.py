@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from sentrepro import registry
-from sentrepro.config import load_config
-from sentrepro.cost import CostError, estimate, load_estimates, training_steps
-from sentrepro.workflow_plan import PlanError, find_snakefile, parse_job_stats, parse_jobs, plan
+from sentrepro.planning import registry
+from sentrepro.planning.config import load_config
+from sentrepro.planning.cost import CostError, estimate, load_estimates, training_steps
+from sentrepro.planning.workflow import PlanError, find_snakefile, parse_job_stats, parse_jobs, plan
 from tests.workflow_helpers import planned_jobs, snakemake, write_overlay
 
 REPO = Path(__file__).resolve().parents[1]
@@ -88,7 +88,7 @@ def test_max_steps_wins_and_an_unknown_corpus_is_an_error_naming_the_key(paper_c
 
 @PLANS
 def test_cost_command_on_the_paper_config(paper_jobs, tmp_path, monkeypatch, capsys):
-    from sentrepro import workflow_plan
+    from sentrepro.planning import workflow as workflow_plan
     from sentrepro.cli import main
 
     # config.yaml alone was planned by the same function for `paper_jobs` (checked above against the dry run as a

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sentrepro.data.wos import WOS_ARCHIVE_DIR, write_wos_fixture
-from sentrepro.fsutil import read_json
+from sentrepro.data.benchmarks.wos import WOS_ARCHIVE_DIR, write_wos_fixture
+from sentrepro.files import read_json
 from tests.http_server import ServerPlan, serve
 from tests.workflow_helpers import REPO, planned_jobs, snakemake, write_overlay
 

@@ -8,11 +8,11 @@ import json
 
 import pytest
 
-from sentrepro.audit import audit_cell
-from sentrepro.demo_summary import COLUMNS, SummaryError, paper_context, write_summary
-from sentrepro.jobtimes import BenchmarkError, collect, format_times
-from sentrepro.progress import StepProgress
-from sentrepro.tables.reported import load_reported
+from sentrepro.records.audit import audit_cell
+from sentrepro.tables.demo_summary import COLUMNS, SummaryError, paper_context, write_summary
+from sentrepro.records.job_times import BenchmarkError, collect, format_times
+from sentrepro.training.progress import StepProgress
+from sentrepro.planning.reported import load_reported
 
 
 def _metrics(path, spearman, inputs=()):

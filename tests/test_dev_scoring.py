@@ -9,13 +9,13 @@ import pytest
 import torch
 from scipy.stats import spearmanr
 
-import sentrepro.encoding as encoding
-from sentrepro.backbones import load_encoder, load_tokenizer
-from sentrepro.data.sts import read_sts_benchmark
-from sentrepro.encoding import encode_sentences
+import sentrepro.encoder.encode as encoding
+from sentrepro.encoder.load import load_encoder, load_tokenizer
+from sentrepro.data.benchmarks.sts import read_sts_benchmark
+from sentrepro.encoder.encode import encode_sentences
 from sentrepro.methods import build_method
-from sentrepro.models import resolve_precision
-from sentrepro.runner import dev_scoring_precision, stsb_dev_scorer
+from sentrepro.encoder.device import resolve_precision
+from sentrepro.training.job import dev_scoring_precision, stsb_dev_scorer
 from tests.tiny_models import minilm_dir
 
 

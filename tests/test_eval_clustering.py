@@ -10,7 +10,7 @@ from sklearn.metrics import normalized_mutual_info_score
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import normalize
 
-from sentrepro.data.clustering import read_clustering
+from sentrepro.data.benchmarks.clustering import read_clustering
 from sentrepro.evaluation.clustering import (
     cluster_once,
     contingency_matrix,

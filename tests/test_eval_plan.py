@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sentrepro.config import ConfigError, load_config, load_yaml, validate
-from sentrepro.matrix import runs
-from sentrepro.evaluation import plan
+from sentrepro.planning.config import ConfigError, load_config, load_yaml, validate
+from sentrepro.planning.matrix import runs
+from sentrepro.planning import evaluations as plan
 from sentrepro.evaluation.subsets import SubsetLog, subset_rows
 
 REPO = Path(__file__).resolve().parents[1]

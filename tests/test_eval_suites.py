@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import torch
 
-from sentrepro.config import _with_defaults
-from sentrepro.encoding import encode_sentences
+from sentrepro.planning.config import _with_defaults
+from sentrepro.encoder.encode import encode_sentences
 from sentrepro.evaluation.fewshot import evaluate_fewshot, evaluate_fewshot_cv_task
 from sentrepro.evaluation.job import load_for_eval, run_suite
-from sentrepro.models import resolve_device
+from sentrepro.encoder.device import resolve_device
 from sentrepro.evaluation.suites import read_transfer_task, truncate_to_tokens
 from sentrepro.evaluation.transfer import mrpc_features
 
@@ -119,7 +119,7 @@ def test_transfer_suite_is_deterministic_and_records_its_subset(tiny_models, sen
 
 
 def test_truncate_to_tokens_cuts_long_texts_only(tiny_models):
-    from sentrepro.backbones import load_tokenizer
+    from sentrepro.encoder.load import load_tokenizer
 
     tokenizer = load_tokenizer(str(tiny_models["bert"]))
     text = " ".join(["photosynthesis"] * 50)

@@ -12,7 +12,7 @@ from sklearn.decomposition import TruncatedSVD
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.metrics import f1_score
 
-from sentrepro.data.transfer import read_binary
+from sentrepro.data.benchmarks.transfer import read_binary
 from sentrepro.evaluation.fewshot import (
     cv_task_holdout,
     evaluate_fewshot,

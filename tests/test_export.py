@@ -19,11 +19,11 @@ import pytest
 import torch
 import yaml
 
-from sentrepro.encoding import encode_sentences
+from sentrepro.encoder.encode import encode_sentences
 from sentrepro.evaluation.job import load_for_eval
-from sentrepro.export import export_run, rename_imports
-from sentrepro.models import initial_model
-from sentrepro.mteb_results import MTEB_STS, mteb_results
+from sentrepro.export.folder import export_run, rename_imports
+from sentrepro.encoder.start import initial_model
+from sentrepro.export.mteb_results import MTEB_STS, mteb_results
 
 REPO = Path(__file__).resolve().parents[1]
 TOLERANCE = 1e-5
@@ -140,7 +140,7 @@ def sts_source(tmp_path_factory, shared_data) -> Path:
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory, tiny_models, wiki_sentences, sts_source):
     """Every case exported, its evaluation vectors, and the vectors SentenceTransformer gives in a clean process."""
-    from sentrepro import registry
+    from sentrepro.planning import registry
     from sentrepro.evaluation.job import source_root
     from sentrepro.evaluation.sts_suite import load_sts_tasks
 
@@ -191,7 +191,7 @@ def test_sentence_transformers_encode_equals_evaluation(exported, key):
 
 @HEAVY
 def test_every_kind_is_exported(exported):
-    from sentrepro import registry
+    from sentrepro.planning import registry
 
     methods = method_specs()
     kinds = {method_entry(n, methods)["kind"] for n, _ in CASES}
@@ -214,7 +214,7 @@ def test_folder_carries_code_card_and_record(exported):
 def test_audit_verifies_an_exported_folder(exported, tmp_path):
     import shutil
 
-    from sentrepro.audit import audit_export
+    from sentrepro.records.audit import audit_export
 
     folders, _, _ = exported
     folder = tmp_path / "copy"
@@ -262,7 +262,7 @@ def test_stsb_test_score_from_the_folder_alone(exported, shared_data):
     the STS suite's score of the same run (score_tasks with the evaluation's embedding)."""
     from scipy.stats import spearmanr
 
-    from sentrepro.data.sts import read_sts_benchmark
+    from sentrepro.data.benchmarks.sts import read_sts_benchmark
     from sentrepro.evaluation.sts import cosine_rows
     from sentrepro.evaluation.sts_suite import score_tasks
 

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from sentrepro.data.clustering import CLUSTERING_SETS, read_clustering
+from sentrepro.data.benchmarks.clustering import CLUSTERING_SETS, read_clustering
 from sentrepro.data.counts import EXPECTED_CLASSES, EXPECTED_PARENT_CLASSES
 from sentrepro.data.extract import build_manifest, extract_archive
 from sentrepro.data.fixtures import GENERATORS, write_fixture
 from sentrepro.data.fixtures.archives import FIXED_MTIME
-from sentrepro.data.sts import read_sts_year
-from sentrepro.data.transfer import read_mrpc, read_trec
-from sentrepro.data.wos import WOS_VERSIONS, read_wos
+from sentrepro.data.benchmarks.sts import read_sts_year
+from sentrepro.data.benchmarks.transfer import read_mrpc, read_trec
+from sentrepro.data.benchmarks.wos import WOS_VERSIONS, read_wos
 
 
 @pytest.fixture(scope="module")

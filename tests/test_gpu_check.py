@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from sentrepro import registry
+from sentrepro.planning import registry
 
 pytestmark = pytest.mark.heavy  # runs the GPU check script on every trainable method (CPU, tiny)
 

@@ -2,7 +2,7 @@
 
 The table in docs/architecture.md is the one place the layers are written: this test reads it, places
 every module of the package in exactly one layer, and checks each import (every import counts, the ones
-inside functions too: ``sentrepro.codedeps.direct_imports``) against the order -- a module imports only
+inside functions too: ``sentrepro.code.codedeps.direct_imports``) against the order -- a module imports only
 its own layer or lower ones. The bottom layer imports nothing of the package, and the training job and the
 evaluation jobs do not import each other.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from sentrepro.codedeps import direct_imports, module_closure, package_modules
+from sentrepro.code.codedeps import direct_imports, module_closure, package_modules
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "architecture.md"
@@ -24,7 +24,7 @@ _ROW = re.compile(r"^\|\s*(\d+)\s+([a-z]+)\s*\|([^|]*)\|")
 
 def parse_layers(text: str) -> list[tuple[str, list[str]]]:
     """``[(layer name, [patterns])]`` bottom first, from the doc's layer table (``| 3 plan | `registry`, ... |``).
-    Patterns are full dotted names: a row's `core` is ``sentrepro.core``, `sentrepro` the package itself."""
+    Patterns are full dotted names: a row's `runs` is ``sentrepro.runs``, `sentrepro` the package itself."""
     rows = []
     for line in text.splitlines():
         match = _ROW.match(line)
@@ -92,7 +92,7 @@ def layers():
 
 def test_every_module_is_in_exactly_one_layer(layers):
     placed = place(package_modules(), layers)
-    assert placed["sentrepro.core"] == 0 and placed["sentrepro.cli"] == len(layers) - 1
+    assert placed["sentrepro.runs"] == 0 and placed["sentrepro.cli"] == len(layers) - 1
 
 
 def test_every_import_goes_to_its_own_layer_or_lower(layers):
@@ -103,32 +103,32 @@ def test_every_import_goes_to_its_own_layer_or_lower(layers):
 def test_the_bottom_layer_imports_nothing_of_the_package(layers):
     placed = place(package_modules(), layers)
     base = [m for m, index in placed.items() if index == 0]
-    assert "sentrepro.core" in base
+    assert "sentrepro.runs" in base
     assert {m: sorted(direct_imports(m) - {PACKAGE}) for m in base if direct_imports(m) - {PACKAGE}} == {}
 
 
 def test_training_and_evaluation_jobs_do_not_import_each_other():
     """Peers in the jobs layer: the training job's code holds no evaluation job module, and no evaluation
-    suite's code holds the training job (what both need is in sentrepro.models)."""
+    suite's code holds the training job (what both need is in sentrepro.encoder)."""
     evaluation_jobs = {"sentrepro.evaluation.job", "sentrepro.evaluation.suites", "sentrepro.evaluation.sts_suite",
                        "sentrepro.evaluation.analyses"}
-    assert module_closure(("sentrepro.runner",)) & evaluation_jobs == set()
+    assert module_closure(("sentrepro.training.job",)) & evaluation_jobs == set()
     assert module_closure(("cli:train",)) & evaluation_jobs == set()
     for module in evaluation_jobs:
-        assert "sentrepro.runner" not in module_closure((module,)), module
+        assert "sentrepro.training.job" not in module_closure((module,)), module
 
 
 def test_the_checker_finds_an_upward_import_and_an_unplaced_module():
-    layers = parse_layers("| 0 base | `core` | x |\n| 1 plan | `registry`, `data.*` | y |\n")
-    graph = {"sentrepro.core": {"sentrepro.registry"}, "sentrepro.registry": {"sentrepro.core", "sentrepro.data.tasks"},
+    layers = parse_layers("| 0 base | `runs` | x |\n| 1 plan | `planning.registry`, `data.*` | y |\n")
+    graph = {"sentrepro.runs": {"sentrepro.planning.registry"}, "sentrepro.planning.registry": {"sentrepro.runs", "sentrepro.data.tasks"},
              "sentrepro.data.tasks": set()}
     placed = place(graph, layers)
-    assert placed == {"sentrepro.core": 0, "sentrepro.registry": 1, "sentrepro.data.tasks": 1}
+    assert placed == {"sentrepro.runs": 0, "sentrepro.planning.registry": 1, "sentrepro.data.tasks": 1}
     assert violations(graph, placed, layers) == [
-        "sentrepro.core (layer 0 base) imports sentrepro.registry: the base imports nothing"]
-    upward = parse_layers("| 0 base | `core` | x |\n| 1 data | `data.*` | y |\n| 2 plan | `registry` | z |\n")
-    graph = {"sentrepro.core": set(), "sentrepro.data.tasks": {"sentrepro.registry"}, "sentrepro.registry": set()}
+        "sentrepro.runs (layer 0 base) imports sentrepro.planning.registry: the base imports nothing"]
+    upward = parse_layers("| 0 base | `runs` | x |\n| 1 data | `data.*` | y |\n| 2 plan | `planning.registry` | z |\n")
+    graph = {"sentrepro.runs": set(), "sentrepro.data.tasks": {"sentrepro.planning.registry"}, "sentrepro.planning.registry": set()}
     assert violations(graph, place(graph, upward), upward) == [
-        "sentrepro.data.tasks (layer 1 data) imports sentrepro.registry (layer 2 plan)"]
-    with pytest.raises(AssertionError, match="sentrepro.tokenize is in no layer"):
-        place(["sentrepro.tokenize"], layers)
+        "sentrepro.data.tasks (layer 1 data) imports sentrepro.planning.registry (layer 2 plan)"]
+    with pytest.raises(AssertionError, match="sentrepro.training.corpus is in no layer"):
+        place(["sentrepro.training.corpus"], layers)

@@ -8,12 +8,13 @@ import numpy as np
 import pytest
 import torch
 
-from sentrepro.backbones import load_encoder, load_tokenizer, pool_first_last
-from sentrepro.config import load_config
-from sentrepro.core import Run
-from sentrepro.matrix import runs
-from sentrepro.encoding import encode_sentences
-from sentrepro import registry
+from sentrepro.encoder.load import load_encoder, load_tokenizer
+from sentrepro.methods.blocks import pool_first_last
+from sentrepro.planning.config import load_config
+from sentrepro.runs import Run
+from sentrepro.planning.matrix import runs
+from sentrepro.encoder.encode import encode_sentences
+from sentrepro.planning import registry
 from sentrepro.methods import build_method
 from sentrepro.methods.baselines import (
     FREQUENT_TOKENS,

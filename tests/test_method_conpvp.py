@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from sentrepro.backbones import load_encoder, load_tokenizer
+from sentrepro.encoder.load import load_encoder, load_tokenizer
 from sentrepro.methods import build_method
 from sentrepro.methods.conpvp import (
     ConPVP,
@@ -20,7 +20,7 @@ from sentrepro.methods.conpvp import (
     prototype_loss,
     template_choice,
 )
-from sentrepro.templates import CONPVP_NEGATIVE_TEMPLATES, CONPVP_POSITIVE_TEMPLATES
+from sentrepro.methods.templates import CONPVP_NEGATIVE_TEMPLATES, CONPVP_POSITIVE_TEMPLATES
 
 PARAMS = {"max_seq_length": 32, "temperature": 0.05, "prompt_len": 4}
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from sentrepro.backbones import load_encoder, load_tokenizer
+from sentrepro.encoder.load import load_encoder, load_tokenizer
 from sentrepro.methods import build_method
 from sentrepro.methods.base import EXTRA_STATE
 from sentrepro.methods.esimcse import (
@@ -25,8 +25,9 @@ from sentrepro.methods.esimcse import (
     repeat_subwords,
 )
 from sentrepro.methods.simcse import simcse_loss, with_special_tokens
-from sentrepro.tokenize import TokenizedCorpus, tokenize_corpus
-from sentrepro.train import TrainSettings, seed_everything, train
+from sentrepro.training.corpus import TokenizedCorpus, tokenize_corpus
+from sentrepro.training.loop import TrainSettings, train
+from sentrepro.encoder.start import seed_everything
 from tests.test_method_promptbert import loss_before_after
 
 PARAMS = {"max_seq_length": 32, "temperature": 0.05, "dup_rate": 0.32, "neg_size": 6, "momentum": 0.995,

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from sentrepro.backbones import load_encoder, load_tokenizer, pool_avg
+from sentrepro.encoder.load import load_encoder, load_tokenizer
+from sentrepro.methods.blocks import pool_avg
 from sentrepro.data.views import ViewTriples
-from sentrepro import registry
+from sentrepro.planning import registry
 from sentrepro.methods import build_method
 from sentrepro.methods.mocoutrl import (
     MoCoUTRL,
@@ -287,7 +288,7 @@ def test_released_protocol_training_lowers_the_loss_without_zero_grad(tiny_model
 
 
 def _views_corpus(tmp_path, tokenizer):
-    from sentrepro.tokenize import TokenizedCorpus, tokenize_corpus
+    from sentrepro.training.corpus import TokenizedCorpus, tokenize_corpus
 
     stacked = [row[view] for view in range(3) for row in SENTENCES * 2]
     tmp_path.mkdir(parents=True, exist_ok=True)
@@ -297,7 +298,7 @@ def _views_corpus(tmp_path, tokenizer):
 
 
 def test_released_run_resumes_with_its_accumulated_gradients(tiny_models, tmp_path):
-    from sentrepro.train import TrainSettings, batch_indices, train
+    from sentrepro.training.loop import TrainSettings, batch_indices, train
 
     settings = TrainSettings(batch_size=2, lr=1e-3, epochs=2, max_steps=4, eval_steps=1000, checkpoint_every=2,
                              optimizer="torch-adamw", max_grad_norm=None, schedule="constant", shuffle=False)
@@ -323,8 +324,8 @@ def test_released_run_resumes_with_its_accumulated_gradients(tiny_models, tmp_pa
 def test_training_mode_per_protocol_in_the_training_loop(tiny_models, tmp_path, protocol, training):
     """released-code trains with the model in eval mode (no dropout), as contrastive_train.py; paper in train
     mode. The loop asks the method (set_train_mode) and keeps that mode across the dev evaluation."""
-    from sentrepro.encoding import encode_sentences
-    from sentrepro.train import TrainSettings, train
+    from sentrepro.encoder.encode import encode_sentences
+    from sentrepro.training.loop import TrainSettings, train
 
     method, model, tok = make(tiny_models, "bert", protocol=protocol, max_seq_length=20)
     seen = []

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from sentrepro.backbones import load_encoder, load_tokenizer
+from sentrepro.encoder.load import load_encoder, load_tokenizer
 from sentrepro.methods import build_method
 from sentrepro.methods.base import EXTRA_STATE
 from sentrepro.methods.optiprompt import (
@@ -17,7 +17,7 @@ from sentrepro.methods.optiprompt import (
 )
 from sentrepro.methods.promptbert import PromptBERT, shifted_position_ids, template_bias
 from sentrepro.methods.simcse import simcse_loss
-from sentrepro.templates import PROMPTBERT_TEMPLATES, template_ids
+from sentrepro.methods.templates import PROMPTBERT_TEMPLATES, template_ids
 
 PARAMS = {"max_seq_length": 32, "temperature": 0.05}
 SENTENCES = ["a man is playing a guitar on the street.", "two dogs run", "this is fine"]

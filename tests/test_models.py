@@ -15,13 +15,14 @@ import pytest
 
 import sentrepro.data.download as download_module
 
-from sentrepro.config import ConfigError, load_config
+from sentrepro.planning.config import ConfigError, load_config
 from sentrepro.data.download import TRUST_ON_FIRST_USE, VERIFIED_BY_PIN, FetchSettings
-from sentrepro.fsutil import sha256_file
+from sentrepro.hashing import sha256_file
 from sentrepro.pretrained.fetch import ModelVerificationError, fetch_model, lock_path, staging_path
 from sentrepro.pretrained.listing import ModelSourceError
 from sentrepro.pretrained.names import model_kind, snapshot_manifest
-from sentrepro.pretrained.snapshot import SnapshotError, model_location, open_snapshot
+from sentrepro.pretrained.reference import resolve_model
+from sentrepro.pretrained.snapshot import SnapshotError, open_snapshot
 from tests.http_server import ServerPlan, serve
 from tests.tiny_hub import hub_cache, hub_files, model_bodies
 from tests.tiny_models import build_tiny_bert
@@ -219,9 +220,9 @@ def test_jobs_load_the_snapshot_offline(hub, tmp_path):
     spec, snapshot = _snapshot(tmp_path, COMMIT_A)
     fetch_model("hub-bert", spec, snapshot, settings=FAST, progress=False)
     hub.requests.clear()
-    code = ("from sentrepro.backbones import load_encoder, load_tokenizer; "
-            "from sentrepro.pretrained.snapshot import model_location; import sys; "
-            f"path = model_location({REPO_ID!r}, sys.argv[1]); "
+    code = ("from sentrepro.encoder.load import load_encoder, load_tokenizer; "
+            "from sentrepro.pretrained.reference import resolve_model; import sys; "
+            f"path = resolve_model({{'model': {REPO_ID!r}, 'family': 'bert'}}, sys.argv[1]).location; "
             "print(load_tokenizer(path)('a test').input_ids, type(load_encoder(path, 'bert')).__name__)")
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     result = subprocess.run([sys.executable, "-c", code, str(snapshot / "MANIFEST.json")], capture_output=True,
@@ -229,7 +230,7 @@ def test_jobs_load_the_snapshot_offline(hub, tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     assert "BertModel" in result.stdout and hub.requests == []
     with pytest.raises(SnapshotError, match="Hugging Face id"):
-        model_location(REPO_ID, None)
+        resolve_model({"model": REPO_ID, "family": "bert"}, None)
     (snapshot / "tokenizer.json").unlink()
     with pytest.raises(SnapshotError, match="tokenizer.json"):
         open_snapshot(snapshot / "MANIFEST.json")
@@ -253,7 +254,7 @@ def test_model_kinds_and_config_checks(tmp_path):
 def test_a_shared_token_cache_refuses_a_tokenizer_with_another_vocabulary(tiny_bert, tmp_path):
     from transformers import AutoTokenizer
 
-    from sentrepro.tokenize import VocabularyMismatch, check_vocabulary, tokenize_corpus
+    from sentrepro.training.corpus import VocabularyMismatch, check_vocabulary, tokenize_corpus
 
     corpus = tmp_path / "sentences.txt"
     corpus.write_text("a first sentence\nand a second one\n")

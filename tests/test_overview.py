@@ -6,11 +6,11 @@ from pathlib import Path
 
 import yaml
 
-from sentrepro import registry
+from sentrepro.planning import registry
 from sentrepro.cli import main
-from sentrepro.config import load_config
-from sentrepro.overview import tables_by_kind, tables_by_suite, tables_reading
-from sentrepro.tables.spec import SPECS_DIR
+from sentrepro.planning.config import load_config
+from sentrepro.planning.overview import tables_by_kind, tables_by_suite, tables_reading
+from sentrepro.planning.table_specs import SPECS_DIR
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 

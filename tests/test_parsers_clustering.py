@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sentrepro.data.clustering import CLUSTERING_SETS, dense_label_map, read_clustering
+from sentrepro.data.benchmarks.clustering import CLUSTERING_SETS, dense_label_map, read_clustering
 from sentrepro.data.records import CountMismatch, DataFormatError
 
 SIZES_AND_K = {

@@ -10,7 +10,7 @@ import pytest
 
 from sentrepro.data.counts import check_count
 from sentrepro.data.records import CountMismatch, DataFormatError, ScoredPair
-from sentrepro.data.sts import (
+from sentrepro.data.benchmarks.sts import (
     STS_SUBSETS,
     read_sick,
     read_sts_benchmark,

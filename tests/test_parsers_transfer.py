@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from sentrepro.data.records import CountMismatch, DataFormatError, LabelledPair, LabelledText
-from sentrepro.data.transfer import TREC_CLASSES, read_binary, read_mrpc, read_sst2, read_trec, senteval_order
+from sentrepro.data.benchmarks.transfer import TREC_CLASSES, read_binary, read_mrpc, read_sst2, read_trec, senteval_order
 
 
 @pytest.fixture(scope="module")

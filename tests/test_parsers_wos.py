@@ -9,7 +9,7 @@ import pytest
 
 from sentrepro.data.counts import EXPECTED_CLASSES, EXPECTED_PARENT_CLASSES
 from sentrepro.data.records import CountMismatch, DataFormatError, Document
-from sentrepro.data.wos import WOS_VERSIONS, fixture_hierarchy, read_wos, write_wos_fixture
+from sentrepro.data.benchmarks.wos import WOS_VERSIONS, fixture_hierarchy, read_wos, write_wos_fixture
 
 
 def _write_version(root: Path, version: str, columns: dict[str, str]) -> Path:

@@ -12,7 +12,7 @@ What differs between the fast and the plain path, per trainable method, and is p
   (what the reference does) are identical tensors.
 
 Each path pair is checked twice, through the training loop's own step function
-(``sentrepro.train.optimizer_step``), with dropout 0 so both paths see the same computation (with
+(``sentrepro.training.loop.optimizer_step``), with dropout 0 so both paths see the same computation (with
 dropout on, two kernels draw different random masks by construction):
 
 1. fp32, the loss of each of three batches at the same weights: equal to 1e-5. Where the plain
@@ -38,12 +38,12 @@ import pytest
 import torch
 
 from benchmarks.harness import config_recipe, without_mlm_head
-from sentrepro import registry
-from sentrepro.backbones import load_encoder, load_tokenizer
+from sentrepro.planning import registry
+from sentrepro.encoder.load import load_encoder, load_tokenizer
 from sentrepro.methods import build_method
-from sentrepro.optim import build_optimizer, build_schedule
-from sentrepro.tokenize import TokenizedCorpus, tokenize_corpus
-from sentrepro.train import Optimization, TrainSettings, build_optimization, device_batch, optimizer_step
+from sentrepro.training.optim import build_optimizer, build_schedule
+from sentrepro.training.corpus import TokenizedCorpus, tokenize_corpus
+from sentrepro.training.loop import Optimization, TrainSettings, build_optimization, device_batch, optimizer_step
 
 pytestmark = pytest.mark.heavy  # trains tiny models many times over: `make test`, not `make test-fast`
 

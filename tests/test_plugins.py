@@ -1,5 +1,5 @@
 """A plug-in from outside the repository, through the real workflow: a throwaway distribution (a method
-kind and a suite, each a module with its sidecar, declared in the ``sentrepro.units`` entry-point group of
+kind and a suite, each a module with its sidecar, declared in the ``sentrepro.code.units`` entry-point group of
 a ``.dist-info`` on the path) trains and scores on the tiny model like a built-in unit, and every job that
 runs it records the plug-in's distribution and version; an edit of the plug-in reruns its jobs only."""
 

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from sentrepro import ledger
-from sentrepro.audit import audit_cell
-from sentrepro.fsutil import atomic_write_json, atomic_write_text, forget_written, sha256_file
+from sentrepro.records import ledger
+from sentrepro.records.audit import audit_cell
+from sentrepro.files import atomic_write_json, atomic_write_text, forget_written
+from sentrepro.hashing import sha256_file
 
 REPO = Path(__file__).resolve().parents[1]
 TORN = b'{"bytes": 10210, "command": "table", "host": "vm", "path": "results/x/tables/sts_m'
@@ -175,7 +176,7 @@ def test_a_removed_manifest_is_put_back_as_written_unless_other_code_wrote_it(tm
     """Snakemake removes a job's outputs before running it: the fetch puts the MANIFEST its writer kept back
     (same inode); but a MANIFEST recorded by other code (the rule reruns when its code changes) is written
     anew, so that the audit does not find the snapshot's record stale for ever."""
-    from sentrepro.codedeps import code_record
+    from sentrepro.code.codedeps import code_record
     from sentrepro.pretrained.fetch import fetch_model, written_path
 
     spec = {"model": str(tiny_models["bert"]), "revision": None}

@@ -31,7 +31,7 @@ METHOD_MODULE = '''"""SimCSE's loss on mean-pooled token states instead of [CLS]
 
 from torch import Tensor
 
-from sentrepro.backbones import pool_avg
+from sentrepro.methods.blocks import pool_avg
 from sentrepro.methods.base import SentenceModel
 from sentrepro.methods.simcse import SimCSE, simcse_loss
 
@@ -206,14 +206,14 @@ def test_the_extended_copy_collects_and_passes_the_fast_tier(extended, shared_da
     assert fast.returncode == 0, fast.stdout[-4000:] + fast.stderr[-2000:]
     assert " passed" in fast.stdout and " failed" not in fast.stdout
     # the copy's own package was tested (a new kind is visible there), not the checkout's
-    probe = subprocess.run([sys.executable, "-c", "from sentrepro import registry; print(registry.method('mean_simcse').origin)"],
+    probe = subprocess.run([sys.executable, "-c", "from sentrepro.planning import registry; print(registry.method('mean_simcse').origin)"],
                            cwd=repo, env=env, capture_output=True, text=True, timeout=120)
     assert probe.stdout.strip() == "built-in", probe.stderr
 
 
 def test_a_table_spec_naming_an_unknown_suite_stops_the_plan_naming_file_and_key(finished, tmp_path):
     repo, workdir = finished
-    spec = repo / "src" / "sentrepro" / "tables" / "specs" / "sts_main.yaml"
+    spec = repo / "src" / "sentrepro" / "planning" / "specs" / "sts_main.yaml"
     original = spec.read_text()
     assert "\nsuite: sts\n" in original
     spec.write_text(original.replace("\nsuite: sts\n", "\nsuite: sts_main_typo\n"))

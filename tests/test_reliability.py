@@ -17,10 +17,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from sentrepro import fsutil, ledger
+from sentrepro import files
+from sentrepro.records import ledger
 from sentrepro.data.download import DownloadError, fetch, partial_path, validator_path
-from sentrepro.fsutil import DiskFullError, NonFiniteError, atomic_dir, atomic_write_json, atomic_write_text, sha256_file
-from sentrepro.integrity import IntegrityError, refresh_stamp, stamp_path, verify_dataset, write_stamp
+from sentrepro.files import DiskFullError, NonFiniteError, atomic_dir, atomic_write_json, atomic_write_text
+from sentrepro.hashing import sha256_file
+from sentrepro.records.integrity import IntegrityError, refresh_stamp, stamp_path, verify_dataset, write_stamp
 from sentrepro.pretrained.snapshot import SnapshotError, open_snapshot
 from tests.http_server import ServerPlan, serve
 
@@ -59,7 +61,7 @@ def test_json_writer_refuses_nan_naming_the_key_and_keeps_the_old_file(tmp_path)
 
 def _suite_job(model: torch.nn.Module):
     from sentrepro.evaluation.job import SuiteJob
-    from sentrepro.provenance import Provenance
+    from sentrepro.records.provenance import Provenance
 
     return SuiteJob("sts", {"settings": {}}, method=None, model=model, device="cpu", precision="fp32",
                     prov=Provenance(step="evaluate_sts", config={}))
@@ -177,7 +179,7 @@ def test_concurrent_ledger_appends_never_interleave(tmp_path):
 
 def test_ledger_records_what_a_command_wrote_relative_to_the_project(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    fsutil.forget_written()
+    files.forget_written()
     atomic_write_json(Path("results/exp/metrics/b/m/seed1/sts.json"), {"suite": "sts"})
     atomic_write_text(tmp_path / "resources" / "corpus" / "c" / "sentences.txt", "s\n")
     assert ledger.record_outputs("evaluate") == 2
@@ -191,7 +193,7 @@ def test_ledger_records_what_a_command_wrote_relative_to_the_project(tmp_path, m
 
 
 def test_an_unreadable_last_checkpoint_is_named_moved_aside_and_recorded(tmp_path):
-    from sentrepro.train import LAST, TRAINER_STATE, checkpoint_recoveries, read_checkpoint
+    from sentrepro.training.loop import LAST, TRAINER_STATE, checkpoint_recoveries, read_checkpoint
 
     run = tmp_path / "run"
     (run / LAST).mkdir(parents=True)
@@ -348,7 +350,7 @@ def test_disk_full_in_an_atomic_write_names_the_path_and_the_space_needed(tmp_pa
 
 
 def test_a_checkpoint_save_on_a_full_disk_names_the_checkpoint_and_the_space_needed(tmp_path, monkeypatch):
-    import sentrepro.train as train_module
+    import sentrepro.training.loop as train_module
 
     def iostream_error(payload, path):
         Path(path).write_bytes(b"PK\x03\x04 half")
@@ -397,7 +399,7 @@ def test_cli_errors_are_one_line_naming_the_file_and_key(tmp_path):
 
 
 def test_a_dataset_check_covers_the_whole_source_or_a_part_and_names_the_file_the_manifest_and_the_fix(tmp_path):
-    from sentrepro.integrity import dataset_files
+    from sentrepro.records.integrity import dataset_files
 
     files = tmp_path / "source" / "files"
     (files / "sub").mkdir(parents=True)

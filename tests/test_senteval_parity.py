@@ -22,11 +22,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sentrepro.config import _with_defaults
+from sentrepro.planning.config import _with_defaults
 from sentrepro.data.prepare import FILES
 from sentrepro.evaluation.job import SuiteJob
 from sentrepro.evaluation.suites import Split, run_transfer, score_transfer_task, senteval_ordered, split_features
-from sentrepro.provenance import Provenance
+from sentrepro.records.provenance import Provenance
 
 FIXTURE = Path(__file__).parent / "senteval_fixture"
 TASKS = ("CR", "TREC")
@@ -164,7 +164,7 @@ def test_sst2_is_scored_train_dev_test_with_its_protocol():
 
 
 def test_senteval_order_refuses_texts_and_labels_of_different_lengths_naming_both():
-    from sentrepro.data.transfer import senteval_order
+    from sentrepro.data.benchmarks.transfer import senteval_order
 
     with pytest.raises(ValueError, match=r"^senteval_order: 3 texts but 2 labels$"):
         senteval_order(["a", "b", "c"], np.array([0, 1]))

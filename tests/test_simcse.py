@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from sentrepro.methods.simcse import SimCSE, simcse_loss, with_special_tokens
-from sentrepro.optim import HFAdamW, linear_schedule_factor
+from sentrepro.training.optim import HFAdamW, linear_schedule_factor
 
 
 def numpy_simcse_loss(z1: np.ndarray, z2: np.ndarray, tau: float) -> float:
@@ -79,7 +79,7 @@ def test_simcse_is_its_registry_kind_and_its_head_is_the_checkpoints_mlp():
     """The kind names the sidecar entry that runs it; the head is saved under "mlp" (extras.safetensors keys)."""
     from types import SimpleNamespace
 
-    from sentrepro import registry
+    from sentrepro.planning import registry
 
     assert registry.method(SimCSE.kind).implementation == "sentrepro.methods.simcse:SimCSE"
     encoder = torch.nn.Linear(4, 4)

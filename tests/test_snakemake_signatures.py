@@ -1,4 +1,4 @@
-"""sentrepro.snakemake_signatures: each rule function's parameters are read once, and Snakemake reads those."""
+"""sentrepro.planning.snakemake_signatures: each rule function's parameters are read once, and Snakemake reads those."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from types import SimpleNamespace
 from snakemake.common import FUNC_OVERWRITE_PARAMS_ATTR, get_function_params, get_input_function_aux_params
 from snakemake.resources import Resource
 
-from sentrepro.snakemake_signatures import ATTRIBUTE, memoize_signatures, rule_functions
+from sentrepro.planning.snakemake_signatures import ATTRIBUTE, memoize_signatures, rule_functions
 
 
 def _rules():

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from sentrepro.config import ConfigError, load_config
-from sentrepro.core import source_slice
+from sentrepro.planning.config import ConfigError, load_config
+from sentrepro.runs import source_slice
 from sentrepro.data.download import ChecksumMismatch
 from sentrepro.data.prepare import download, first_use_record, prepare, source_files
 from sentrepro.data.sources import SourceError, join_url, resolve_url
-from sentrepro.fsutil import read_json
+from sentrepro.files import read_json
 
 REPO = Path(__file__).resolve().parents[1]
 

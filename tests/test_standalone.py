@@ -117,7 +117,7 @@ def test_the_wheel_ships_every_file_the_package_holds(built_wheel):
     is in the wheel, so a new kind of data file cannot be forgotten."""
     expected = {str(Path(p).relative_to("src")) for p in tracked_files() if p.startswith("src/sentrepro/")}
     assert any(not p.endswith(".py") for p in expected)  # the schema, the registry, the specs...
-    assert "sentrepro/config.schema.yaml" in expected
+    assert "sentrepro/planning/config.schema.yaml" in expected
     with zipfile.ZipFile(built_wheel) as archive:
         shipped = {name for name in archive.namelist() if name.startswith("sentrepro/")}
     assert sorted(expected - shipped) == []

@@ -1,4 +1,4 @@
-"""sentrepro.stats against independent computations: scipy's bootstrap, a hand-worked Welch interval,
+"""sentrepro.verdicts.stats against independent computations: scipy's bootstrap, a hand-worked Welch interval,
 and constructed verdict cases."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from sentrepro.stats import (
+from sentrepro.verdicts.stats import (
     HOLDS,
     INCONCLUSIVE,
     REVERSED,

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from sentrepro.fsutil import sha256_file
+from sentrepro.hashing import sha256_file
 
 
 def test_place_file_links_where_it_can_and_else_shares_one_verified_stored_copy(tmp_path, monkeypatch):
-    from sentrepro import export
+    from sentrepro.export import folder as export
 
     source = tmp_path / "run" / "model.safetensors"
     source.parent.mkdir()
@@ -58,7 +58,7 @@ def _run_with_checkpoints(root: Path) -> tuple[Path, dict]:
 
 
 def test_resume_state_is_dropped_only_when_best_matches_the_summary(tmp_path):
-    from sentrepro.train import drop_resume_state
+    from sentrepro.training.loop import drop_resume_state
 
     run, recorded = _run_with_checkpoints(tmp_path)
     (run / "best" / "model.safetensors").write_bytes(b"best weightz")  # not what the summary records
@@ -74,9 +74,9 @@ def test_resume_state_is_dropped_only_when_best_matches_the_summary(tmp_path):
 
 
 def test_a_dropped_file_is_audited_as_dropped_not_missing(tmp_path, monkeypatch):
-    from sentrepro.audit import AuditReport, _verify
-    from sentrepro.ledger import record_dropped
-    from sentrepro.train import drop_resume_state
+    from sentrepro.records.audit import AuditReport, _verify
+    from sentrepro.records.ledger import record_dropped
+    from sentrepro.training.loop import drop_resume_state
 
     monkeypatch.chdir(tmp_path)  # ledgers and recorded paths are project-relative
     run, recorded = _run_with_checkpoints(Path("."))
@@ -97,14 +97,14 @@ def test_a_dropped_file_is_audited_as_dropped_not_missing(tmp_path, monkeypatch)
 
 
 def _jobs(*specs):
-    from sentrepro.workflow_plan import PlannedJob
+    from sentrepro.planning.workflow import PlannedJob
 
     return [PlannedJob(rule, dict(wildcards)) for rule, wildcards in specs]
 
 
 def test_disk_estimate_follows_the_stated_assumptions():
-    from sentrepro.cost import load_estimates
-    from sentrepro.disk_cost import estimate_disk
+    from sentrepro.planning.cost import load_estimates
+    from sentrepro.planning.disk_cost import estimate_disk
 
     estimates = load_estimates()
     disk = estimates["disk"]

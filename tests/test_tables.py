@@ -14,14 +14,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sentrepro.audit import audit_cell
-from sentrepro.fsutil import sha256_file
-from sentrepro.tables.aggregate import best_seed, lowest_seeds, summarize
+from sentrepro.records.audit import audit_cell
+from sentrepro.hashing import sha256_file
+from sentrepro.planning.table_cells import lowest_seeds
+from sentrepro.tables.aggregate import best_seed, summarize
 from sentrepro.tables.build import MetricsError, build_table
 from sentrepro.tables.render import (caption_paragraphs, to_csv, to_html, to_latex, to_markdown, to_seeds_csv,
                                      write_outputs)
-from sentrepro.tables.reported import ReportedError, load_reported
-from sentrepro.tables.spec import SpecError, available_specs, load_spec, spec_methods, validate_spec
+from sentrepro.planning.reported import ReportedError, load_reported
+from sentrepro.planning.table_specs import SpecError, available_specs, load_spec, spec_methods, validate_spec
 
 REPO = Path(__file__).resolve().parents[1]
 STS_KEYS = ["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness"]
@@ -464,7 +465,7 @@ def test_a_row_whose_paper_number_is_another_statistic_gets_both_in_the_seeds_cs
 
 
 def test_cells_from_stale_code_are_named_in_the_caption(tmp_path):
-    from sentrepro.codedeps import code_record
+    from sentrepro.code.codedeps import code_record
 
     record = code_record(["cli:evaluate"])
     stale = json.loads(json.dumps(record))

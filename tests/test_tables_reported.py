@@ -1,4 +1,4 @@
-"""The published numbers in src/sentrepro/tables/reported.yaml, checked three ways.
+"""The published numbers in src/sentrepro/planning/reported.yaml, checked three ways.
 
 1. Hand-checked cells: a few cells per table, re-read from the paper texts (quoted in the comments).
 2. Every transcribed row against its cited line of the paper text (../shared/seeds), when present.
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from sentrepro.tables.reported import load_reported, reported_value
+from sentrepro.planning.reported import load_reported, reported_value
 
 REPO = Path(__file__).resolve().parents[1]
 SEEDS = Path(os.environ.get("SENTREPRO_SHARED_SEEDS", REPO.parent / "shared" / "seeds")).resolve()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sentrepro.backbones import load_tokenizer
-from sentrepro.templates import (
+from sentrepro.encoder.load import load_tokenizer
+from sentrepro.methods.templates import (
     PROMPTBERT_TEMPLATES,
     TemplateError,
     append_period,

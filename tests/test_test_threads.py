@@ -40,7 +40,7 @@ def test_a_job_started_with_the_fixed_env_gets_that_many_torch_threads():
 def test_a_job_records_torch_threads_only_when_it_used_torch():
     """provenance.device_info never imports torch itself (a data job would pay its start-up for a number that
     describes nothing it computed); a job that imported torch records its thread count."""
-    script = ("import sys; from sentrepro.provenance import device_info; a = device_info(); "
+    script = ("import sys; from sentrepro.records.provenance import device_info; a = device_info(); "
               "print('torch' in sys.modules, 'torch_threads' in a); import torch; torch.set_num_threads(1); "
               "print(device_info()['torch_threads'])")
     out = subprocess.run([sys.executable, "-c", script], env={**os.environ, **fixed_thread_env(1)},

@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from sentrepro.backbones import load_encoder, load_tokenizer
+from sentrepro.encoder.load import load_encoder, load_tokenizer
 from sentrepro.methods import build_method
-from sentrepro.tokenize import TokenizedCorpus, tokenize_corpus
-from sentrepro.train import TrainSettings, TrainingDiverged, batch_indices, seed_everything, train
+from sentrepro.training.corpus import TokenizedCorpus, tokenize_corpus
+from sentrepro.training.loop import TrainSettings, TrainingDiverged, batch_indices, train
+from sentrepro.encoder.start import seed_everything
 
 PARAMS = {"max_seq_length": 32, "temperature": 0.05, "mlp_only_train": True}
 
@@ -116,8 +117,8 @@ def test_settings_from_params_take_training_values_and_one_default_per_method_pa
     out takes the dataclass field's default; a method's checkpoint_every overrides the training block's."""
     from dataclasses import fields
 
-    from sentrepro import registry
-    from sentrepro.train import METHOD_PARAMS
+    from sentrepro.planning import registry
+    from sentrepro.training.loop import METHOD_PARAMS
 
     training = {"checkpoint_every": 7, "pin_memory": False, "compile": True, "eval_at_start": False}
     settings = TrainSettings.from_params({"batch_size": 4, "lr": 0.5}, training, "cpu", "bf16")
@@ -138,7 +139,7 @@ def test_weight_decay_groups_exempt_biases_and_layernorm_weights_as_the_referenc
     ones built by hand from the module types, and one optimizer step with zero gradients shows the effect."""
     from torch import nn
 
-    from sentrepro.train import build_optimization
+    from sentrepro.training.loop import build_optimization
 
     tokenizer = load_tokenizer(str(tiny_models["bert"]))
     method = build_method("simcse", PARAMS, "bert", tokenizer)
@@ -167,7 +168,7 @@ def test_weight_decay_groups_exempt_biases_and_layernorm_weights_as_the_referenc
 def test_a_checkpoint_of_other_code_is_not_this_jobs_progress():
     """The key a ``last/`` checkpoint is resumed under holds the job's code fingerprint as well as its settings:
     Snakemake reruns a training job when its method's code changes, and the job must then train afresh."""
-    from sentrepro.runner import checkpoint_key
+    from sentrepro.training.job import checkpoint_key
 
     spec = {"seed": 1, "method": {"kind": "simcse"}}
     key = checkpoint_key(spec, {"fingerprint": "aaaa", "modules": {"x.py": "1"}})

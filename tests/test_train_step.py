@@ -1,8 +1,8 @@
 """One optimizer step and the learning-rate schedule of the training loop, on a model with a known gradient.
 
 The training loop's protocol settings (``max_grad_norm``, ``warmup_steps``, the schedule over the run's steps) are
-checked where the loop applies them: :func:`sentrepro.train.build_optimization` and
-:func:`sentrepro.train.optimizer_step`, with a linear layer standing in for the encoder so that the gradient is
+checked where the loop applies them: :func:`sentrepro.training.loop.build_optimization` and
+:func:`sentrepro.training.loop.optimizer_step`, with a linear layer standing in for the encoder so that the gradient is
 known by hand and nothing is loaded (milliseconds, unit tier).
 """
 
@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from sentrepro.methods.base import Method, SentenceModel
-from sentrepro.train import TrainSettings, build_optimization, optimizer_step
+from sentrepro.training.loop import TrainSettings, build_optimization, optimizer_step
 
 CPU = torch.device("cpu")
 ITEMS = [[1.0, 2.0, 0.0], [0.0, 1.0, 3.0]]  # one batch of two 3-d inputs
@@ -118,7 +118,7 @@ def test_hf_adamw_defaults_are_the_reference_trainers_values():
     """build_optimizer passes only lr and weight decay: betas and eps are HFAdamW's defaults, which must be the values
     SimCSE's trainer (transformers 4.2.1 TrainingArguments) passes: betas (0.9, 0.999), eps 1e-8; no decay unless
     asked."""
-    from sentrepro.optim import HFAdamW
+    from sentrepro.training.optim import HFAdamW
 
     defaults = HFAdamW([torch.nn.Parameter(torch.zeros(1))], lr=1e-3).defaults
     assert (defaults["betas"], defaults["eps"], defaults["weight_decay"]) == ((0.9, 0.999), 1e-8, 0.0)
@@ -127,7 +127,7 @@ def test_hf_adamw_defaults_are_the_reference_trainers_values():
 def test_hf_adamw_eps_counts_where_the_gradient_is_tiny():
     """With a gradient of 1e-9, sqrt(v) is ~3e-11, so eps (1e-8, added outside the bias correction) sets the step:
     p -= lr * sqrt(1 - b2)/(1 - b1) * m / (sqrt(v) + eps) on step 1, by hand."""
-    from sentrepro.optim import build_optimizer
+    from sentrepro.training.optim import build_optimizer
 
     p = torch.nn.Parameter(torch.tensor([0.0], dtype=torch.float64))
     opt = build_optimizer("hf-adamw-4.2.1", [p], lr=1.0, weight_decay=0.0)
@@ -139,7 +139,7 @@ def test_hf_adamw_eps_counts_where_the_gradient_is_tiny():
 
 
 def test_hf_adamw_step_returns_what_its_closure_returns():
-    from sentrepro.optim import HFAdamW
+    from sentrepro.training.optim import HFAdamW
 
     p = torch.nn.Parameter(torch.ones(1))
     opt = HFAdamW([p], lr=1e-3)
@@ -156,7 +156,7 @@ def test_hf_adamw_step_returns_what_its_closure_returns():
 
 
 def test_hf_adamw_updates_every_parameter_with_a_gradient_past_one_without():
-    from sentrepro.optim import HFAdamW
+    from sentrepro.training.optim import HFAdamW
 
     frozen, first, second = (torch.nn.Parameter(torch.ones(1)) for _ in range(3))
     opt = HFAdamW([first, frozen, second], lr=0.1)
@@ -167,7 +167,7 @@ def test_hf_adamw_updates_every_parameter_with_a_gradient_past_one_without():
 
 def test_weight_decay_groups_exempt_biases_and_layernorm_weights_by_name():
     """transformers 4.2.1's Trainer: no decay for any parameter whose name contains "bias" or "LayerNorm.weight"."""
-    from sentrepro.optim import weight_decay_groups
+    from sentrepro.training.optim import weight_decay_groups
 
     names = ["embeddings.word_embeddings.weight", "encoder.layer.0.attention.output.LayerNorm.weight",
              "encoder.layer.0.attention.output.LayerNorm.bias", "encoder.layer.0.output.dense.weight",
@@ -182,7 +182,7 @@ def test_weight_decay_groups_exempt_biases_and_layernorm_weights_by_name():
 
 
 def test_total_steps_is_batches_per_epoch_times_epochs_capped_by_max_steps():
-    from sentrepro.train import total_steps
+    from sentrepro.training.loop import total_steps
 
     assert total_steps(10, settings(batch_size=4, epochs=2)) == 6  # ceil(10 / 4) = 3 per epoch (drop_last=False)
     assert total_steps(12, settings(batch_size=4, epochs=1)) == 3
@@ -194,7 +194,7 @@ def test_the_data_order_of_a_seed_and_epoch_is_the_recorded_one():
     """The order of every epoch is pinned: the permutations below are what runs of this version trained on. Another
     formula for the (seed, epoch) generator would still be "a random order", but it would silently change every
     trained number and the order a resumed run continues in (test_train.py checks resumption within one version)."""
-    from sentrepro.train import batch_indices, epoch_order
+    from sentrepro.training.loop import batch_indices, epoch_order
 
     assert epoch_order(10, 42, 0).tolist() == [0, 6, 4, 3, 5, 9, 1, 2, 7, 8]
     assert epoch_order(10, 42, 1).tolist() == [9, 3, 6, 7, 8, 2, 4, 1, 0, 5]
@@ -215,7 +215,7 @@ def test_the_fused_optimizer_and_the_loss_scaler_are_cuda_only_and_fp16_only(mon
     fp16 loss scaler for CUDA fp16 only."""
     import warnings
 
-    from sentrepro import train
+    from sentrepro.training import loop as train
 
     asked, build = {}, train.build_optimizer
 
@@ -248,7 +248,7 @@ def test_fp16_loss_scaling_of_a_method_that_keeps_its_gradients_is_an_error_nami
 
 
 def test_build_optimizer_builds_each_named_optimizer_with_the_reference_eps():
-    from sentrepro.optim import HFAdamW, build_optimizer
+    from sentrepro.training.optim import HFAdamW, build_optimizer
 
     params = [torch.nn.Parameter(torch.zeros(2))]
     assert type(build_optimizer("hf-adamw-4.2.1", params, lr=1e-3, weight_decay=0.0)) is HFAdamW
@@ -263,7 +263,7 @@ def test_build_optimizer_builds_each_named_optimizer_with_the_reference_eps():
 
 def test_schedule_factors_at_their_edges():
     """Hand values where the guards of the schedule formulas matter: one decay step after warm-up, no warm-up."""
-    from sentrepro.optim import build_schedule, constant_schedule_factor, linear_schedule, linear_schedule_factor
+    from sentrepro.training.optim import build_schedule, constant_schedule_factor, linear_schedule, linear_schedule_factor
 
     # 3 steps, 2 of warm-up: 0, 1/2, then the single decay step from 1 to 0
     assert [linear_schedule_factor(k, 3, 2) for k in range(4)] == [0.0, 0.5, 1.0, 0.0]

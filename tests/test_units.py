@@ -1,4 +1,4 @@
-"""Extension units (sentrepro.units, sentrepro.registry): discovery of sidecars and plug-ins, their checks,
+"""Extension units (sentrepro.code.units, sentrepro.planning.registry): discovery of sidecars and plug-ins, their checks,
 their fingerprints; and the load-time name checks of what names a unit (table specs, the demo summary)."""
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sentrepro import codedeps, registry, units
-from sentrepro.tables.spec import SpecError, spec_path, validate_spec
+from sentrepro.code import codedeps, units
+from sentrepro.planning import registry
+from sentrepro.planning.table_specs import SpecError, spec_path, validate_spec
 from tests.norms_suite import norms_suite_module, norms_suite_units
 
 REPO = Path(__file__).resolve().parents[1]
@@ -42,7 +43,7 @@ def _spec(name: str) -> tuple[dict, Path]:
 
 def test_every_shipped_spec_passes_the_name_checks():
     methods = yaml.safe_load((REPO / "config.yaml").read_text(encoding="utf-8"))["methods"]
-    from sentrepro.tables.spec import available_specs, load_spec
+    from sentrepro.planning.table_specs import available_specs, load_spec
 
     for name in available_specs():
         load_spec(name, methods)
@@ -84,7 +85,7 @@ def test_a_spec_naming_an_unknown_column_fails_at_load_with_file_and_key():
 
 
 def test_the_demo_summary_suites_are_checked(monkeypatch):
-    from sentrepro import demo_summary
+    from sentrepro.tables import demo_summary
 
     assert demo_summary.summary_suite("before") == "sts_start" and demo_summary.summary_suite("after") == "sts"
     monkeypatch.setitem(demo_summary.SUITES, "before", ("sts_strat", "start"))
@@ -156,7 +157,7 @@ PLUGIN_METHOD = '''"""A plug-in method kind: SimCSE's loss on mean-pooled token 
 
 from torch import Tensor
 
-from sentrepro.backbones import pool_avg
+from sentrepro.methods.blocks import pool_avg
 from sentrepro.methods.base import SentenceModel
 from sentrepro.methods.simcse import SimCSE, simcse_loss
 
@@ -197,7 +198,7 @@ PLUGIN_SUITE_UNITS = norms_suite_units("plugin_norms")
 def build_plugin(root: Path, version: str = "0.3.1") -> Path:
     """A throwaway distribution ``sentrepro-plugin-demo`` in ``root`` (a sys.path entry): its package (a
     method kind and a suite, each a module with its sidecar) and an installed-style ``.dist-info`` whose
-    entry_points.txt declares both modules in the ``sentrepro.units`` group."""
+    entry_points.txt declares both modules in the ``sentrepro.code.units`` group."""
     package = root / "sentrepro_plugin_demo"
     package.mkdir(parents=True)
     (package / "__init__.py").write_text('"""A plug-in for sentrepro (a test fixture)."""\n')
@@ -209,7 +210,7 @@ def build_plugin(root: Path, version: str = "0.3.1") -> Path:
     info.mkdir()
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: sentrepro-plugin-demo\nVersion: {version}\n")
     (info / "entry_points.txt").write_text(textwrap.dedent("""\
-        [sentrepro.units]
+        [sentrepro.code.units]
         mean_simcse = sentrepro_plugin_demo.mean_simcse
         norms = sentrepro_plugin_demo.norms
     """))

@@ -16,7 +16,7 @@ import pytest
 from scipy import stats as scipy_stats
 
 from sentrepro.evaluation.item_scores import pairs_path, write_pairs
-from sentrepro.fsutil import atomic_write_json
+from sentrepro.files import atomic_write_json
 from sentrepro.verdicts.build import NOT_DECIDABLE, NOT_JUDGED, UNDERPOWERED, build_verdicts
 from sentrepro.verdicts.claims import load_claims
 from sentrepro.verdicts.render import counts, summary, to_csv, to_html, to_markdown
@@ -241,8 +241,8 @@ def test_the_papers_own_table4_numbers_make_the_tie_claim_hold_under_its_margin(
 def _table4_gains_called_real(claims) -> list[float]:
     """The paper's own Table 4 differences behind the 'greater' claims of conpvp-paper.txt:160."""
     from sentrepro.tables.build import paper_value
-    from sentrepro.tables.reported import load_reported
-    from sentrepro.tables.spec import cell_selector, load_spec
+    from sentrepro.planning.reported import load_reported
+    from sentrepro.planning.table_specs import cell_selector, load_spec
     from sentrepro.verdicts.claims import sides
 
     spec, reported, gains = load_spec("conpvp_table4"), load_reported(), []
@@ -264,7 +264,7 @@ def test_the_tie_margin_is_the_smallest_gain_the_paper_calls_real_and_its_hold_r
     gains = _table4_gains_called_real(claims)
     assert len(gains) == 3 and claim["margin"] == pytest.approx(min(gains), abs=0.005)
     # how often an exact reproduction (the paper's means and stds, 4 seeds a side) holds under it
-    from sentrepro.stats import HOLDS, seed_intervals, verdict
+    from sentrepro.verdicts.stats import HOLDS, seed_intervals, verdict
     rng, reps, held = np.random.default_rng(5), 2000, 0
     for _ in range(reps):
         a = rng.normal(77.28, 0.25 * np.sqrt(4 / 3), 4)              # population std -> sample sigma
@@ -298,7 +298,7 @@ def test_a_std_claim_gets_the_power_of_a_std_difference(tmp_path):
     r = _by_id(build_verdicts(load_claims(), files, BACKBONES, "unit"))["promptbert-k9-stability"]
     sample = [std * np.sqrt(10 / 9) for std in (0.15, 0.86)]
     z = scipy_stats.norm.ppf(0.975) + scipy_stats.norm.ppf(0.8)
-    from sentrepro.stats import spread_factor
+    from sentrepro.verdicts.stats import spread_factor
     assert r.mdd == pytest.approx(z * spread_factor("std", 10) * np.hypot(*sample), rel=1e-6)
     assert "of the difference of the std over seeds" in r.mdd_basis
     # the verdict needs the F interval of the variance ratio too (the bootstrap of a std alone runs above 2.5 %)

@@ -228,7 +228,7 @@ def _prepare_wordnet_source(tmp_path: Path) -> Path:
 def test_build_views_outputs_and_triples_round_trip(tmp_path, wordnet):
     from transformers import AutoTokenizer
 
-    from sentrepro.tokenize import TokenizedCorpus, tokenize_corpus
+    from sentrepro.training.corpus import TokenizedCorpus, tokenize_corpus
     from tests.tiny_models import minilm_dir
 
     corpus = tmp_path / "sentences.txt"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sentrepro.audit import audit_cell
+from sentrepro.records.audit import audit_cell
 from tests.workflow_helpers import (REPO, DryRuns, copy_checkout, planned_jobs, same_size_behaviour_change, snakemake,
                                     tiny_overlay, write_overlay)
 
@@ -174,8 +174,8 @@ def test_dry_run_of_full_paper_config_lists_each_download_once(tmp_path):
 
 def tables_reading(method: str, backbone: str = "bert-base", suite: str = "sts") -> list[str]:
     """The tables of config.yaml with a cell read from (backbone, method, suite)."""
-    from sentrepro.tables.plan import cell_keys
-    from sentrepro.tables.spec import load_spec
+    from sentrepro.planning.table_cells import cell_keys
+    from sentrepro.planning.table_specs import load_spec
 
     names = yaml.safe_load((REPO / "config.yaml").read_text())["tables"]
     return [n for n in names if (backbone, method, suite) in cell_keys(load_spec(n))]
@@ -306,7 +306,7 @@ def _first_unit(path: Path) -> tuple[str, str]:
 
 
 def _unit_change(path: Path) -> str:
-    """An edit of a sidecar (or of train.params.yaml) that changes what its first unit's jobs depend on:
+    """An edit of a sidecar (or of training/loop.params.yaml) that changes what its first unit's jobs depend on:
     a new parameter in a kind's schema, a new setting in a suite's, another paper for a figure."""
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     if path.name.endswith(".params.yaml"):
@@ -355,7 +355,7 @@ def test_a_moved_project_plans_nothing_and_each_module_edit_reruns_the_rules_tha
     shutil.copytree(finished_run, workdir, symlinks=True)
     assert planned_jobs(snakemake(workdir, "-n", repo=repo)) == {}
 
-    # which job's code uses which file, computed without sentrepro.codedeps (see tests/module_closures.py):
+    # which job's code uses which file, computed without sentrepro.code.codedeps (see tests/module_closures.py):
     # a rule's entry point, plus, for a job of one method, the module defining the method's kind (the
     # registry imports it on demand, so an edit of one method's module reruns that method's jobs only), and
     # likewise the module of an evaluation job's suite and of a figure job's figure. A unit's sidecar is
@@ -465,7 +465,7 @@ def test_a_moved_project_plans_nothing_and_each_module_edit_reruns_the_rules_tha
 
     # the fingerprint cache cannot go stale: a behaviour edit keeping the file's size and modification
     # time (its fingerprint is in the warm cache) still reruns every job whose code imports the module
-    rel = "models.py"
+    rel = "encoder/device.py"
     path = package / rel
     original, stat = path.read_text(encoding="utf-8"), path.stat()
     edited = same_size_behaviour_change(original)
@@ -480,8 +480,8 @@ def test_a_moved_project_plans_nothing_and_each_module_edit_reruns_the_rules_tha
     assert {"train", "evaluate_sts"} <= planned
 
     # a comment and docstring edit of a module every training and every evaluation imports reruns nothing
-    # (sentrepro.models: training and evaluation jobs are peers that import nothing of each other)
-    shared = package / "models.py"
+    # (sentrepro.encoder.start: training and evaluation jobs are peers that import nothing of each other)
+    shared = package / "encoder/start.py"
     original = shared.read_text(encoding="utf-8")
     reworded = original.replace('"""A run\'s model as', '"""(Reworded.) A run\'s model as', 1)
     assert reworded != original
@@ -497,7 +497,7 @@ def test_a_moved_project_plans_nothing_and_each_module_edit_reruns_the_rules_tha
     assert audit.returncode == 1, audit.stdout + audit.stderr
     for needle in ("results/wftest/metrics/tiny-bert/simcse/seed1/sts.json (stale: code of cli:evaluate",
                    "results/wftest/runs/tiny-bert/simcse/seed1/train.json (stale: code of cli:train",
-                   "models.py: "):
+                   "encoder/start.py: "):
         assert needle in audit.stdout, audit.stdout[-3000:]
     shared.write_text(original, encoding="utf-8")
 
@@ -505,7 +505,7 @@ def test_a_moved_project_plans_nothing_and_each_module_edit_reruns_the_rules_tha
 def test_built_tables_compare_like_with_like(finished_run):
     """On the tiny run (STS-B only, a synthetic WOS fixture): no Avg. where a row lacks an averaged column,
     no Δ on a synthetic cell, in every built table."""
-    from sentrepro.tables.spec import AGGREGATE_KEY, load_spec
+    from sentrepro.planning.table_specs import AGGREGATE_KEY, load_spec
 
     tables = finished_run / "results" / "wftest" / "tables"
     checked_avg = 0

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from sentrepro.audit import audit_cell, audit_export
+from sentrepro.records.audit import audit_cell, audit_export
 from tests.workflow_helpers import copy_checkout, planned_jobs, snakemake, tiny_overlay, write_overlay
 
 EXPORTS = Path("results/wfexport/exports")
@@ -104,7 +104,7 @@ def test_a_finished_run_drops_its_resume_state_and_the_ledger_says_so(exported_w
 
 
 def test_editing_one_methods_code_plans_no_weights_export_of_another_run(exported_workflow, tmp_path):
-    from sentrepro.workflow_plan import parse_jobs
+    from sentrepro.planning.workflow import parse_jobs
 
     repo = copy_checkout(tmp_path / "checkout")
     workdir = tmp_path / "work"

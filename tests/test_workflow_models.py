@@ -12,9 +12,9 @@ import shutil
 import pytest
 import yaml
 
-from sentrepro.audit import audit_cell
-from sentrepro.config import load_config
-from sentrepro.matrix import runs
+from sentrepro.records.audit import audit_cell
+from sentrepro.planning.config import load_config
+from sentrepro.planning.matrix import runs
 from tests.http_server import ServerPlan, serve
 from tests.tiny_hub import hub_files, model_bodies
 from tests.workflow_helpers import REPO, only_blocks, planned_jobs, snakemake, tiny_overlay, write_overlay

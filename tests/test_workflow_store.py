@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from sentrepro.audit import audit_cell
+from sentrepro.records.audit import audit_cell
 from sentrepro.data.download import locked
-from sentrepro.fsutil import sha256_file
+from sentrepro.hashing import sha256_file
 from tests.workflow_helpers import snakemake, tiny_overlay, write_overlay
 
 pytestmark = pytest.mark.slow

@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 import yaml
 
-from sentrepro.core import deep_merge
-from sentrepro.data.clustering import CLUSTERING_SETS
+from sentrepro.runs import deep_merge
+from sentrepro.data.benchmarks.clustering import CLUSTERING_SETS
 from sentrepro.data.tasks import task_names
-from sentrepro.data.fixtures.wos import DOCS_PER_VERSION
-from sentrepro import registry
+from sentrepro.data.benchmarks.wos import DOCS_PER_VERSION
+from sentrepro.planning import registry
 from tests.workflow_helpers import only_units, planned_jobs, snakemake, tiny_overlay, write_overlay
 
 pytestmark = pytest.mark.slow

@@ -18,9 +18,10 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from sentrepro.audit import audit_verdict
+from sentrepro.records.audit import audit_verdict
 from sentrepro.verdicts.claims import CLAIMS_PATH, load_claims
-from tests.workflow_helpers import only_blocks, only_units, planned_jobs, snakemake, tiny_overlay, write_overlay
+from tests.workflow_helpers import (REPO, copy_checkout, only_blocks, only_units, planned_jobs, snakemake, tiny_overlay,
+                                    write_overlay)
 
 pytestmark = pytest.mark.slow
 
@@ -127,15 +128,16 @@ def test_audit_traces_a_verdict_row(verdict_run, tmp_path, monkeypatch):
 
 
 def test_editing_claims_reruns_only_the_verdicts(verdict_run, tmp_path):
+    """Edited in a copy of the checkout: the real claims.yaml is never touched, so a workflow another test
+    worker is running meanwhile never sees the edit."""
+    repo = copy_checkout(tmp_path / "checkout")
     workdir = tmp_path / "copy"
     shutil.copytree(verdict_run, workdir, symlinks=True)
-    assert planned_jobs(snakemake(workdir, "-n")) == {}
-    original = CLAIMS_PATH.read_text(encoding="utf-8")
-    try:
-        CLAIMS_PATH.write_text(original.replace("ConPVP beats PromptBERT on BERT-base (STS Avg.)",
-                                                "ConPVP beats PromptBERT on BERT-base (STS Avg.), edited"),
-                               encoding="utf-8")
-        assert planned_jobs(snakemake(workdir, "-n")) == {"verdicts": 1, "all": 1}
-    finally:
-        CLAIMS_PATH.write_text(original, encoding="utf-8")
-    assert planned_jobs(snakemake(workdir, "-n")) == {}
+    assert planned_jobs(snakemake(workdir, "-n", repo=repo)) == {}
+    claims = repo / CLAIMS_PATH.relative_to(REPO)
+    original = claims.read_text(encoding="utf-8")
+    claims.write_text(original.replace("ConPVP beats PromptBERT on BERT-base (STS Avg.)",
+                                       "ConPVP beats PromptBERT on BERT-base (STS Avg.), edited"), encoding="utf-8")
+    assert planned_jobs(snakemake(workdir, "-n", repo=repo)) == {"verdicts": 1, "all": 1}
+    claims.write_text(original, encoding="utf-8")
+    assert planned_jobs(snakemake(workdir, "-n", repo=repo)) == {}

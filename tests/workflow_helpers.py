@@ -119,8 +119,8 @@ def snakemake(workdir: Path, *args: str, overlay: Path | None = None, check: boo
 def planned_jobs(result: subprocess.CompletedProcess) -> dict[str, int]:
     """Parse the 'Job stats' table of a dry run: rule -> count; {} only when Snakemake says "Nothing to
     be done". Any other output (an error, a changed format) raises, so "plans nothing" cannot pass on
-    output that was not read (the parser `sentrepro cost` uses too: sentrepro.workflow_plan)."""
-    from sentrepro.workflow_plan import parse_job_stats
+    output that was not read (the parser `sentrepro cost` uses too: sentrepro.planning.workflow)."""
+    from sentrepro.planning.workflow import parse_job_stats
 
     text = result.stdout + result.stderr
     if result.returncode != 0:

@@ -61,8 +61,8 @@ def _spec(text: str) -> dict:
 def _validated_config(paths: list[str]) -> dict | None:
     """The config files loaded and validated, or None after printing the error (the command exits 2): one
     line per mistake, naming the file (and line) and the key; a unit sidecar's names the sidecar."""
-    from sentrepro.config import ConfigError, load_config
-    from sentrepro.registry import RegistryError
+    from sentrepro.planning.config import ConfigError, load_config
+    from sentrepro.planning.registry import RegistryError
 
     try:
         return load_config(*paths)
@@ -72,9 +72,9 @@ def _validated_config(paths: list[str]) -> dict | None:
 
 
 def cmd_check_config(args) -> int:
-    from sentrepro.config import ConfigError
-    from sentrepro.layers import command_line_files
-    from sentrepro.matrix import runs
+    from sentrepro.planning.config import ConfigError
+    from sentrepro.planning.layers import command_line_files
+    from sentrepro.planning.matrix import runs
 
     paths = list(args.files)
     if args.profile or args.configfiles is not None or not paths:  # snakemake's own spelling of the layers
@@ -126,7 +126,7 @@ def cmd_fetch_model(args) -> int:
 
     from sentrepro.data.download import DownloadError, FetchSettings
     from sentrepro.data.sources import SourceError
-    from sentrepro.ledger import declare_store
+    from sentrepro.records.ledger import declare_store
     from sentrepro.pretrained.fetch import fetch_model
     from sentrepro.pretrained.listing import ModelSourceError
     from sentrepro.pretrained.names import resources_of
@@ -154,7 +154,7 @@ def cmd_fetch_model(args) -> int:
 
 
 def cmd_fixture(args) -> int:
-    from sentrepro.codedeps import set_running_entry
+    from sentrepro.code.codedeps import set_running_entry
     from sentrepro.data.benchmarks import fixture_module, generators
     from sentrepro.data.fixtures import write_fixture
 
@@ -168,11 +168,11 @@ def cmd_fixture(args) -> int:
 
 
 def cmd_check_dataset(args) -> int:
-    from sentrepro.codedeps import set_running_entry
+    from sentrepro.code.codedeps import set_running_entry
     from sentrepro.data.benchmarks import layout_module, layouts
     from sentrepro.data.check import CHECKED, CheckConfigError, check_source, summary_lines
     from sentrepro.data.records import CountMismatch, DataFormatError
-    from sentrepro.fsutil import atomic_write_json
+    from sentrepro.files import atomic_write_json
 
     spec = _spec(args.spec)
     layout = (spec.get("check") or {}).get("layout")
@@ -229,11 +229,11 @@ def cmd_build_views(args) -> int:
 
 
 def cmd_tokenize(args) -> int:
-    from sentrepro.backbones import load_tokenizer
-    from sentrepro.fsutil import atomic_write_json
-    from sentrepro.pretrained.snapshot import model_location
-    from sentrepro.provenance import Provenance
-    from sentrepro.tokenize import tokenize_corpus
+    from sentrepro.encoder.load import load_tokenizer
+    from sentrepro.files import atomic_write_json
+    from sentrepro.pretrained.reference import resolve_model
+    from sentrepro.records.provenance import Provenance
+    from sentrepro.training.corpus import tokenize_corpus
 
     spec = _spec(args.spec)
     out_dir = Path(args.out_dir)
@@ -242,7 +242,7 @@ def cmd_tokenize(args) -> int:
     prov.add_input(args.corpus + ".json", "corpus record")
     if args.model_manifest:
         prov.add_input(args.model_manifest, "model manifest")
-    tokenizer = load_tokenizer(model_location(spec["model"], args.model_manifest))
+    tokenizer = load_tokenizer(resolve_model(spec, args.model_manifest).location)
     meta = tokenize_corpus(Path(args.corpus), tokenizer, out_dir, progress=not args.quiet)
     atomic_write_json(out_dir / "tokenized.json", {**meta, "provenance": prov.finish()})
     print(f"tokenized {meta['sentences']} sentences, {meta['tokens']} tokens")
@@ -250,15 +250,15 @@ def cmd_tokenize(args) -> int:
 
 
 def cmd_train(args) -> int:
-    from sentrepro.progress import StepProgress
-    from sentrepro.runner import run_training
+    from sentrepro.training.progress import StepProgress
+    from sentrepro.training.job import run_training
 
     _record_job_code(args)
     spec = _spec(args.spec)
     run_dir = Path(args.run_dir)
     # runs/<backbone>/<method>/<run>: name the run as the workflow does
     progress = StepProgress("/".join(run_dir.parts[-3:]))
-    from sentrepro.core import KEEP_RESUME_STATE
+    from sentrepro.runs import KEEP_RESUME_STATE
 
     summary = run_training(spec, Path(args.tokenized), Path(args.dev_manifest), run_dir,
                            stop_after=args.stop_after, log=progress.line, progress=progress,
@@ -273,7 +273,7 @@ def cmd_train(args) -> int:
 
 
 def cmd_evaluate(args) -> int:
-    from sentrepro import registry
+    from sentrepro.planning import registry
     from sentrepro.evaluation.job import run_suite
 
     if args.suite not in registry.suites():
@@ -288,8 +288,8 @@ def cmd_evaluate(args) -> int:
 
 
 def cmd_figure(args) -> int:
-    from sentrepro import registry
-    from sentrepro.codedeps import set_running_entry
+    from sentrepro.planning import registry
+    from sentrepro.code.codedeps import set_running_entry
     from sentrepro.evaluation.figures import draw_figure
 
     # the figure's drawing function is imported by the registry on demand: record its unit too
@@ -306,7 +306,7 @@ def cmd_figure(args) -> int:
 def cmd_table(args) -> int:
     from sentrepro.tables.build import build_table
     from sentrepro.tables.render import write_outputs
-    from sentrepro.tables.spec import available_specs, load_spec
+    from sentrepro.planning.table_specs import available_specs, load_spec
 
     if args.name not in available_specs():
         raise UsageError(f"no table spec '{args.name}' (specs: {', '.join(available_specs())})")
@@ -336,7 +336,7 @@ def cmd_verdicts(args) -> int:
 
 
 def cmd_demo_summary(args) -> int:
-    from sentrepro.demo_summary import write_summary
+    from sentrepro.tables.demo_summary import write_summary
 
     spec = _spec(args.spec)
     rows = write_summary(spec["runs"], spec["stands_in"], Path(args.out_prefix), spec["experiment"])
@@ -346,7 +346,7 @@ def cmd_demo_summary(args) -> int:
 
 
 def cmd_times(args) -> int:
-    from sentrepro.jobtimes import collect, format_times
+    from sentrepro.records.job_times import collect, format_times
 
     roots = [Path(p) for p in args.roots]
     for root in roots:
@@ -357,10 +357,10 @@ def cmd_times(args) -> int:
 
 
 def cmd_cost(args) -> int:
-    from sentrepro.config import ConfigError, load_config
-    from sentrepro.cost import CostError, estimate, format_estimate
-    from sentrepro.registry import RegistryError
-    from sentrepro.workflow_plan import PlanError, plan
+    from sentrepro.planning.config import ConfigError, load_config
+    from sentrepro.planning.cost import CostError, estimate, format_estimate
+    from sentrepro.planning.registry import RegistryError
+    from sentrepro.planning.workflow import PlanError, plan
 
     try:
         config = load_config(*args.configfiles)
@@ -372,8 +372,8 @@ def cmd_cost(args) -> int:
 
 
 def cmd_registry(args) -> int:
-    from sentrepro.config import ConfigError, load_config
-    from sentrepro.overview import format_overview
+    from sentrepro.planning.config import ConfigError, load_config
+    from sentrepro.planning.overview import format_overview
 
     try:
         config = load_config(*args.configfiles)
@@ -384,7 +384,7 @@ def cmd_registry(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from sentrepro.export import ExportError, export_run
+    from sentrepro.export.folder import ExportError, export_run
 
     _record_job_code(args)
     try:
@@ -403,7 +403,7 @@ def cmd_export(args) -> int:
 
 
 def cmd_export_card(args) -> int:
-    from sentrepro.model_card import write_card
+    from sentrepro.export.model_card import write_card
 
     card = write_card(Path(args.folder), [Path(t) for t in args.tables], Path(args.verdicts) if args.verdicts else None)
     print(f"wrote the model card of {card['name']} in {args.folder} ({len(card['table_cells'])} table cells, "
@@ -412,7 +412,7 @@ def cmd_export_card(args) -> int:
 
 
 def cmd_audit(args) -> int:
-    from sentrepro.audit import AuditError, audit_cell, audit_export, audit_verdict, is_verdict_csv
+    from sentrepro.records.audit import AuditError, audit_cell, audit_export, audit_verdict, is_verdict_csv
 
     try:
         if Path(args.csv).is_dir():
@@ -433,7 +433,7 @@ def cmd_audit(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     # No package imports here: every command runs this, and the code a command depends on is what its
-    # own function imports (sentrepro.codedeps); suite and figure names are checked by the command.
+    # own function imports (sentrepro.code.codedeps); suite and figure names are checked by the command.
     parser = argparse.ArgumentParser(prog="sentrepro", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -547,7 +547,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--spec", required=True, help="experiment context as JSON (experiment, backbones)")
     p.add_argument("--out-prefix", required=True, help="writes <prefix>.md, .csv, .cells.csv, .html, .forest.svg")
     p.add_argument("--metrics", nargs="*", default=[], help="metrics JSON files the claims' tables read")
-    p.add_argument("--claims", default="", help="claims file (default: src/sentrepro/tables/claims.yaml)")
+    p.add_argument("--claims", default="", help="claims file (default: src/sentrepro/verdicts/claims.yaml)")
     p.set_defaults(func=cmd_verdicts)
 
     p = sub.add_parser("demo-summary", help="each trained run on STS-B test before -> after (the demo's last table)")
@@ -603,10 +603,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from sentrepro.codedeps import set_running_entry
+    from sentrepro.code.codedeps import set_running_entry
 
-    from sentrepro.fsutil import forget_written
-    from sentrepro.ledger import forget_stores, record_outputs
+    from sentrepro.files import forget_written
+    from sentrepro.records.ledger import forget_stores, record_outputs
 
     args = build_parser().parse_args(argv)
     set_running_entry([f"cli:{args.command}"])  # what provenance records as the code that ran
@@ -664,8 +664,8 @@ def _record_job_code(args, suite: str | None = None) -> None:
     """A job of one method (and one suite) runs ``cli:<command>`` plus the modules the registry imports on
     demand for it: that method's module (and that suite's). Provenance records them all, as the rule's
     params.code does (``job_code`` in workflow/rules/code.smk)."""
-    from sentrepro import registry
-    from sentrepro.codedeps import set_running_entry
+    from sentrepro.planning import registry
+    from sentrepro.code.codedeps import set_running_entry
 
     method = _spec(args.spec).get("method")
     if not (isinstance(method, dict) and method.get("kind")):

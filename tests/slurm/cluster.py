@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
-from sentrepro.fsutil import atomic_path, atomic_write_json
+from sentrepro.files import atomic_path, atomic_write_json
 
 RUN_DIR_ENV = "SENTREPRO_SLURM_TEST_RUNDIR"
 DEFAULT_RUN_DIR = Path("/tmp/sentrepro-slurm")

@@ -1,6 +1,6 @@
-# The code each job runs (sentrepro.codedeps). Every rule that runs sentrepro code has params.code = the
+# The code each job runs (sentrepro.code.codedeps). Every rule that runs sentrepro code has params.code = the
 # fingerprint of what its shell command imports, so editing a module reruns exactly the jobs that run it.
-from sentrepro.codedeps import rule_code, shell_entry
+from sentrepro.code.codedeps import rule_code, shell_entry
 
 
 def job_code(entry: str, suite: str | None = None):
@@ -52,4 +52,4 @@ def check_rule_code():
                                     f"{getattr(code, 'entry', None)!r}")
         elif code != rule_code(entry):
             raise WorkflowError(f"rule {defined.name} runs '{entry}' but its params.code is not "
-                                f"rule_code({entry!r}) (sentrepro.codedeps); set code=rule_code({entry!r})")
+                                f"rule_code({entry!r}) (sentrepro.code.codedeps); set code=rule_code({entry!r})")

@@ -10,14 +10,14 @@ from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
-from sentrepro import registry
-from sentrepro.config import validate
-from sentrepro.core import ConfigError, Run, canonical_json
-from sentrepro.integrity import refresh_stamp, stamp_path
-from sentrepro.layers import snakemake_layers
-from sentrepro.ledger import STORE_ENV
-from sentrepro.matrix import runs
-from sentrepro.registry import RegistryError
+from sentrepro.planning import registry
+from sentrepro.planning.config import validate
+from sentrepro.runs import ConfigError, Run, canonical_json
+from sentrepro.records.integrity import refresh_stamp, stamp_path
+from sentrepro.planning.layers import snakemake_layers
+from sentrepro.records.ledger import STORE_ENV
+from sentrepro.planning.matrix import runs
+from sentrepro.planning.registry import RegistryError
 
 try:  # every config mistake is one line naming its file (and line) and key; a sidecar's names the sidecar
     _layers = snakemake_layers(workflow, sys.argv)
@@ -30,7 +30,7 @@ config.update(_validated)
 RES = config["resources_dir"]
 EXP = f"results/{config['experiment']}"
 # A shared store: resources_dir outside the project (the working directory), used by several checkouts.
-# Its jobs record what they write in the store's own ledger (sentrepro.ledger reads SENTREPRO_STORE), and
+# Its jobs record what they write in the store's own ledger (sentrepro.records.ledger reads SENTREPRO_STORE), and
 # a job all checkouts run on the same files (fetch_model) logs to a file of this checkout's (store_log).
 SHARED_STORE = not Path(RES).resolve().is_relative_to(Path.cwd().resolve())
 if SHARED_STORE:
@@ -100,7 +100,7 @@ _STAMPS_REFRESHED = set()
 
 
 def content_stamp(manifest_path: str) -> str:
-    """The CONTENT.json stamp next to a data source's or a snapshot's MANIFEST.json (sentrepro.integrity), an
+    """The CONTENT.json stamp next to a data source's or a snapshot's MANIFEST.json (sentrepro.records.integrity), an
     input of each job that reads those files. Brought up to date with the files once per workflow load
     (a file whose bytes changed rewrites it), so the plan reruns what read the old bytes, and those jobs
     fail naming the file until it is restored or fetched again."""

@@ -51,7 +51,7 @@ rule prepare_dataset:
         download_record_for,
     output:
         manifest=f"{RES}/data/{{source}}/MANIFEST.json",
-        stamp=f"{RES}/data/{{source}}/CONTENT.json",  # content stamp (sentrepro.integrity; content_stamp in common.smk)
+        stamp=f"{RES}/data/{{source}}/CONTENT.json",  # content stamp (sentrepro.records.integrity; content_stamp in common.smk)
     params:
         spec=lambda w: spec_json(source_slice(config, w.source)),
         code=rule_code("cli:prepare-dataset"),

@@ -1,7 +1,7 @@
-# Evaluate runs on the suites (the discovered units, sentrepro.units): one rule per suite, all from this one
+# Evaluate runs on the suites (the discovered units, sentrepro.code.units): one rule per suite, all from this one
 # definition (rule evaluate_<suite>), each job writing one metrics file for one (run, suite). Which runs
 # get which suite is config (evaluation.suites and each suite's `runs` filter; see
-# src/sentrepro/evaluation/plan.py); resources and SLURM grouping come from the registry, overridden by
+# src/sentrepro/planning/evaluations.py); resources and SLURM grouping come from the registry, overridden by
 # evaluation.<suite>.resources.
 
 include: "inputs/evaluate.smk"

@@ -2,9 +2,9 @@
 # folder at results/<exp>/exports/<backbone>/<method>/<run>/, in two jobs:
 # - export: the evaluated weights (hard links to the run's best/ or the backbone snapshot, never a copy where
 #   the file system allows links), the project's embedding code and MTEB result files; it reads its own run only,
-#   so editing another method reruns no export (src/sentrepro/export.py);
+#   so editing another method reruns no export (src/sentrepro/export/folder.py);
 # - export_card: the model card (README.md) quoting the tables and verdicts about the run, a few kB, rerun
-#   whenever a table changes (src/sentrepro/model_card.py).
+#   whenever a table changes (src/sentrepro/export/model_card.py).
 # Each writes a record (sentrepro_export.json, sentrepro_card.json) listing its files' sha256 and provenance;
 # `sentrepro audit <folder>` verifies both.
 

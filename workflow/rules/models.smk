@@ -12,7 +12,7 @@ include: "inputs/models.smk"
 rule fetch_model:
     output:
         manifest=f"{RES}/models/{{backbone}}/{{snapshot}}/MANIFEST.json",
-        # the content stamp the jobs reading the snapshot take as input (sentrepro.integrity; content_stamp)
+        # the content stamp the jobs reading the snapshot take as input (sentrepro.records.integrity; content_stamp)
         stamp=f"{RES}/models/{{backbone}}/{{snapshot}}/CONTENT.json",
     wildcard_constraints:
         snapshot=r"[A-Za-z0-9_.-]+",

@@ -1,4 +1,4 @@
-# Reproduction verdicts: every claim of src/sentrepro/tables/claims.yaml tested on the metrics files the
+# Reproduction verdicts: every claim of src/sentrepro/verdicts/claims.yaml tested on the metrics files the
 # claims' tables read (and the per-pair STS scores beside them) -> results/<exp>/verdicts.{md,csv,cells.csv,html,forest.svg}.
 # claims.yaml is part of params.code, so editing it reruns this rule only.
 

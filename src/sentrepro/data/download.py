@@ -18,7 +18,7 @@ docs/evaluation-and-data.md, "Downloads"). Here every download
   saw ("trust on first use") when none is;
 * appears under its final name only after verification, by an atomic rename.
 
-The partial file has a fixed name rather than a random temporary one (as ``fsutil.atomic_path``
+The partial file has a fixed name rather than a random temporary one (as ``files.atomic_path``
 would give) because a later call must find it again to resume it; the lock keeps two fetches from
 writing it at once.
 
@@ -48,7 +48,7 @@ import urllib3
 from tqdm import tqdm
 
 from sentrepro import __version__
-from sentrepro.fsutil import CHUNK, sha256_file
+from sentrepro.hashing import CHUNK, sha256_file
 
 LOG = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ optionally gzip/bzip2/xz compressed (``.tar.gz``, ``.tgz``, ``.tar.bz2``, ``.tar
 gzip/bzip2/xz compressed file (``.bz2`` and friends), which is decompressed to the archive's name
 minus its compression suffix.
 
-Everything is written into a temporary sibling of ``dest_dir`` (``fsutil.atomic_dir``) and
+Everything is written into a temporary sibling of ``dest_dir`` (``files.atomic_dir``) and
 renamed into place only when every member has been written, so a corrupt or truncated archive
 leaves no ``dest_dir`` behind. Members with absolute paths, ``..`` components, links that point
 outside the archive, or device/fifo entries are refused before anything is written.
@@ -27,7 +27,8 @@ import zlib
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO, Callable
 
-from sentrepro.fsutil import CHUNK, atomic_dir, sha256_file
+from sentrepro.hashing import CHUNK, sha256_file
+from sentrepro.files import atomic_dir
 
 _ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06")
 _COMPRESSED_MAGICS: dict[bytes, tuple[str, Callable[..., BinaryIO]]] = {
@@ -37,7 +38,7 @@ _COMPRESSED_MAGICS: dict[bytes, tuple[str, Callable[..., BinaryIO]]] = {
 }
 # Errors that mean "the archive's bytes are bad", as opposed to programming errors.
 _CORRUPT_ARCHIVE_ERRORS = (tarfile.TarError, zipfile.BadZipFile, EOFError, zlib.error, lzma.LZMAError, OSError)
-# Hidden work files of fsutil.atomic_path/atomic_dir and download.fetch: ".<name>.<random>.tmp",
+# Hidden work files of files.atomic_path/atomic_dir and download.fetch: ".<name>.<random>.tmp",
 # ".<name>.old", ".<name>.part". They are never part of a data set.
 _TEMP_ARTIFACT = re.compile(r"^\..+\.(tmp|old|part)$")
 

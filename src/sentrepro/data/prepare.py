@@ -33,9 +33,10 @@ from sentrepro.data.download import (
 )
 from sentrepro.data.extract import build_manifest, extract_archive, stage_directory
 from sentrepro.data.sources import default_filename, fixture_generator, join_url, local_path, resolve_url
-from sentrepro.fsutil import atomic_dir, atomic_path, atomic_write_json, atomic_write_text, read_json, sha256_file
-from sentrepro.integrity import verify_dataset, write_stamp
-from sentrepro.provenance import Provenance
+from sentrepro.files import atomic_dir, atomic_path, atomic_write_json, atomic_write_text, read_json
+from sentrepro.hashing import sha256_file
+from sentrepro.records.integrity import verify_dataset, write_stamp
+from sentrepro.records.provenance import Provenance
 
 LOG = logging.getLogger(__name__)
 
@@ -214,7 +215,7 @@ def prepare(name: str, spec: dict, out_dir: Path, download_record: Path | None) 
         manifest["staged_from"] = str(source_dir)
         manifest["pins_checked"] = pins_checked
     atomic_write_json(out_dir / MANIFEST, manifest)
-    write_stamp(out_dir / MANIFEST)  # what the plan compares the files with (sentrepro.integrity)
+    write_stamp(out_dir / MANIFEST)  # what the plan compares the files with (sentrepro.records.integrity)
     LOG.info("%s: %d files prepared in %s", name, len(files), files_dir)
     return manifest
 

@@ -26,7 +26,7 @@ Randomness is a pure function of (seed, line number): each line draws from its o
 ``random.Random`` seeded by both, so the views do not depend on the order or the chunking of the
 work. Output (all written atomically) in ``out_dir``: ``views.tsv`` (header ``original synonym
 antonym``), ``sentences.txt`` (the three columns stacked: N originals, then N synonyms, then N
-antonyms, one per line, the layout :mod:`sentrepro.tokenize` caches unchanged and
+antonyms, one per line, the layout :mod:`sentrepro.training.corpus` caches unchanged and
 :class:`ViewTriples` reads back as triples) and ``sentences.txt.json`` (counts and provenance).
 """
 
@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sentrepro.data.wordnet import ADJ, WordNet
-from sentrepro.fsutil import atomic_path, atomic_write_json
+from sentrepro.files import atomic_path, atomic_write_json
 
 ADJECTIVE_RULES = ("only-adjective", "any-adjective")
 VIEW_COLUMNS = ("original", "synonym", "antonym")
@@ -148,7 +148,7 @@ def make_views(line: str, words_are_adjective: AdjectiveTest, wordnet: WordNet, 
 def build_views(sentences_file: Path, wordnet_dir: Path, spec: dict, out_dir: Path, *,
                 progress: bool = False) -> dict:
     """Write ``views.tsv``, ``sentences.txt`` (stacked columns) and ``sentences.txt.json`` into ``out_dir``."""
-    from sentrepro.provenance import Provenance
+    from sentrepro.records.provenance import Provenance
 
     settings = ViewSettings.from_spec(spec)
     prov = Provenance(step="build_views", config=spec, seed=settings.seed)

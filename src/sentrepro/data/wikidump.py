@@ -36,7 +36,7 @@ from typing import Iterable, Iterator
 
 from gensim.corpora.wikicorpus import extract_pages, filter_wiki
 
-from sentrepro.fsutil import atomic_path
+from sentrepro.files import atomic_path
 
 ARTICLE_NAMESPACE = "0"
 

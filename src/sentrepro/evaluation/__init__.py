@@ -12,7 +12,8 @@ are independent of the encoder that produced the vectors:
 * ``classification`` – Web-of-Science classification with a probe (MoCoUTRL Tables 2–3).
 * ``geometry``       – alignment, uniformity, anisotropy, token frequencies, t-SNE (the papers' analyses).
 
-The workflow side: ``plan`` (config -> which suites/figures for which runs), ``suites`` (``sentrepro evaluate
+The workflow side: ``suites`` (``sentrepro evaluate
 <suite>``: load a run, encode its data once, run a protocol, write the metrics file), ``analyses`` (the
-figure-backing suites), ``figures`` (PNG/PDF), ``subsets`` (recorded ``max_samples`` cuts).
+figure-backing suites), ``figures`` (PNG/PDF), ``subsets`` (recorded ``max_samples`` cuts). Which suites and
+figures run for which runs is planned in :mod:`sentrepro.planning.evaluations`.
 """

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from sentrepro.data.sts import read_sts_benchmark
+from sentrepro.data.benchmarks.sts import read_sts_benchmark
 from sentrepro.evaluation import geometry
 from sentrepro.evaluation.sts import correlations, cosine_rows
 from sentrepro.evaluation.job import SuiteJob, source_root, write_metrics

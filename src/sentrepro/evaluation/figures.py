@@ -20,9 +20,10 @@ from pathlib import Path
 
 import numpy as np
 
-from sentrepro import registry
-from sentrepro.fsutil import atomic_path, atomic_write_json, read_json, sha256_file
-from sentrepro.provenance import Provenance
+from sentrepro.planning import registry
+from sentrepro.files import atomic_path, atomic_write_json, read_json
+from sentrepro.hashing import sha256_file
+from sentrepro.records.provenance import Provenance
 
 GOLD_COLOURS = {0: "tab:orange", 3: "tab:blue", 5: "tab:green"}
 

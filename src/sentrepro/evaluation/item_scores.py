@@ -15,7 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from sentrepro.fsutil import atomic_path, sha256_file
+from sentrepro.files import atomic_path
+from sentrepro.hashing import sha256_file
 
 SUFFIX = ".pairs.npz"
 

@@ -22,19 +22,21 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from sentrepro import registry
-from sentrepro.backbones import configure_threads, load_encoder, load_tokenizer
+from sentrepro.planning import registry
+from sentrepro.encoder.device import configure_threads
+from sentrepro.encoder.load import load_encoder, load_tokenizer
 from sentrepro.data.prepare import FILES
-from sentrepro.encoding import encode_sentences
+from sentrepro.encoder.encode import encode_sentences
 from sentrepro.evaluation.subsets import SubsetLog
-from sentrepro.fsutil import atomic_write_json, nonfinite_keys
-from sentrepro.integrity import verify_dataset
+from sentrepro.files import atomic_write_json, nonfinite_keys
+from sentrepro.records.integrity import verify_dataset
 from sentrepro.methods import build_method
 from sentrepro.methods.base import Method, SentenceModel
-from sentrepro.models import TRAIN_SUMMARY, initial_model, resolve_device, resolve_precision
-from sentrepro.pretrained.snapshot import model_inputs, model_location
-from sentrepro.provenance import Provenance
-from sentrepro.train import BEST
+from sentrepro.runs import BEST, TRAIN_SUMMARY
+from sentrepro.encoder.start import initial_model
+from sentrepro.encoder.device import resolve_device, resolve_precision
+from sentrepro.pretrained.reference import resolve_model
+from sentrepro.records.provenance import Provenance
 
 def load_for_eval(spec: dict, run_dir: Path | None, model_manifest: Path | None = None
                   ) -> tuple[Method, SentenceModel, list[tuple[Path, str]]]:
@@ -44,8 +46,8 @@ def load_for_eval(spec: dict, run_dir: Path | None, model_manifest: Path | None 
     attention = spec.get("attention", "eager")
     trained = registry.method(method_spec["kind"]).trains
     if not trained:
-        source = model_location(backbone["model"], model_manifest)
-        files = model_inputs(backbone["model"], model_manifest)
+        reference = resolve_model(backbone, model_manifest)
+        source, files = reference.location, list(reference.inputs)
     else:
         source = str(Path(run_dir) / BEST)
         files = [(Path(run_dir) / TRAIN_SUMMARY, "training summary")] + [
@@ -64,10 +66,10 @@ def load_at_start(spec: dict, model_manifest: Path | None) -> tuple[Method, Sent
     kind = spec["method"]["kind"]
     if not registry.method(kind).trains:
         raise ValueError(f"method kind '{kind}' does not train, so it has no step 0 to evaluate")
-    location = model_location(spec["backbone"]["model"], model_manifest)
+    reference = resolve_model(spec["backbone"], model_manifest)
     method, model = initial_model(spec["backbone"], spec["method"], spec["seed"], spec.get("attention", "eager"),
-                                  location)
-    return method, model, model_inputs(spec["backbone"]["model"], model_manifest)
+                                  reference.location)
+    return method, model, list(reference.inputs)
 
 
 @dataclass

@@ -27,8 +27,13 @@ permutation), its L2 as its optimiser group's ``weight_decay`` (as SentEval sets
 own early stopping, and stopped probes are cut out of the stack. The result is SentEval's arithmetic bit for bit
 (``torch.equal`` against plain fits, ``tests/test_eval_probe.py``): a padded last batch adds exact zeros to the
 weight gradient, its bias gradient is summed over the probe's real rows only, and a one-row batch goes through
-``addmm`` as ``nn.Linear`` does (:class:`_StackedAffine`). The fixed-epoch training of the few-shot suite keeps its
-:class:`StackedProbe` (L2 grid only, L2 added to the gradients), so its documented numbers stay. Model selection
+``addmm`` as ``nn.Linear`` does (:class:`_StackedAffine`). The fixed-epoch training of the few-shot suite
+(:func:`fit_probe_grid_fixed_epochs`: no validation, no early stopping, so no lockstep bookkeeping to share)
+is the second engine, :class:`StackedProbe`: the members of an L2 grid as one stack, each L2 added to its
+member's gradient. Moving it onto the lockstep engine would apply L2 through the optimiser's ``weight_decay``
+instead, a different rounding, and change the few-shot numbers the tables and BENCHMARKS.md already hold;
+``tests/test_eval_probe.py::test_fixed_epoch_training_runs_exactly_that_long_and_learns`` and
+``tests/test_eval_suites.py::test_fewshot_encodes_only_the_sampled_rows_and_matches_full_encoding`` run it. Model selection
 over the L2 grid on a list of (train, validation) folds is here as well (:func:`search_l2_on_folds`,
 :func:`search_l2_on_fold_sets`), because every protocol (transfer, few-shot, WOS) uses it.
 
@@ -268,19 +273,6 @@ class TrainedProbe:
 
 # ----------------------------------------------------------------------------------------------------------
 # Training
-
-
-def _stack_accuracies(
-    stack: StackedProbe, features: torch.Tensor, labels: torch.Tensor, batch_size: int
-) -> list[float]:
-    """Accuracy of every member on (features (N, H), labels (N,)); list of G fractions."""
-    stack.eval()
-    correct = torch.zeros(stack.n_members, dtype=torch.long, device=features.device)
-    with torch.no_grad():
-        for start in range(0, len(features), batch_size):
-            predictions = stack(features[start : start + batch_size]).argmax(dim=-1)  # (G, b)
-            correct += (predictions == labels[start : start + batch_size]).sum(dim=1)
-    return [count / len(labels) for count in correct.tolist()]
 
 
 def _train_passes(

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import numpy as np
 
-from sentrepro import registry
-from sentrepro.data.sts import read_sick, read_sts_benchmark, read_sts_year
+from sentrepro.planning import registry
+from sentrepro.data.benchmarks.sts import read_sick, read_sts_benchmark, read_sts_year
 from sentrepro.data.tasks import sts_tasks
 from sentrepro.evaluation.item_scores import pairs_path, write_pairs
 from sentrepro.evaluation.job import SuiteJob, source_root, write_metrics
 from sentrepro.evaluation.sts import aggregate_subsets, cosine_rows, correlations
-from sentrepro.provenance import file_record
+from sentrepro.records.provenance import file_record
 
 # The STS tasks and where each sits in its source: the sts unit (data/benchmarks/sts.py). STS12-16 are scored per year over
 # their subsets ("all"); the others from one test file, read by the reader its entry names.

@@ -18,7 +18,7 @@ import numpy as np
 from sentrepro.data.tasks import transfer_tasks
 from sentrepro.evaluation.job import SuiteJob, mean_reported, source_root, write_metrics
 from sentrepro.evaluation.subsets import SubsetLog
-from sentrepro.models import resolve_device
+from sentrepro.encoder.device import resolve_device
 
 # The seven tasks, their folders in SentEval's data/downstream layout, and their protocols: the transfer unit
 # (sentrepro.data.benchmarks.transfer, read through sentrepro.data.tasks)
@@ -50,7 +50,7 @@ class Split:
 
 def read_transfer_task(root: Path, task: str, *, check_counts: bool) -> tuple[dict[str, Split], list[Path]]:
     """A task's splits (``all`` for MR/CR/SUBJ/MPQA) and the files read, from SentEval's layout under ``root``."""
-    from sentrepro.data import transfer as parsers
+    from sentrepro.data.benchmarks import transfer as parsers
 
     if task not in TRANSFER_TASKS:
         raise ValueError(f"unknown transfer task '{task}' (known: {', '.join(TRANSFER_TASKS)})")
@@ -88,9 +88,9 @@ def load_transfer_tasks(root: Path, tasks, subset: SubsetLog, *, check_counts: b
 
 
 def senteval_ordered(split: Split) -> Split:
-    """The split in the row order SentEval's task class hands its classifier (:func:`~sentrepro.data.transfer.
+    """The split in the row order SentEval's task class hands its classifier (:func:`~sentrepro.data.benchmarks.transfer.
     senteval_order`): the folds, the 5 % hold-out and the probe's mini-batches all follow from that order."""
-    from sentrepro.data.transfer import senteval_order
+    from sentrepro.data.benchmarks.transfer import senteval_order
 
     return split.take(np.asarray(senteval_order(split.texts, split.labels), dtype=np.int64))
 
@@ -209,7 +209,7 @@ def run_fewshot(job: SuiteJob, manifest: Path, out: Path) -> dict:
 
 def run_clustering(job: SuiteJob, manifest: Path, out: Path) -> dict:
     """KMeans (K = number of classes, n_init explicit) per seed; Hungarian accuracy and NMI."""
-    from sentrepro.data.clustering import CLUSTERING_SETS, read_clustering
+    from sentrepro.data.benchmarks.clustering import CLUSTERING_SETS, read_clustering
     from sentrepro.evaluation.clustering import evaluate_clustering
 
     cfg = job.settings
@@ -253,7 +253,7 @@ def truncate_to_tokens(tokenizer, text: str, max_tokens: int | None) -> tuple[st
 
 def run_wos(job: SuiteJob, manifest: Path, out: Path) -> dict:
     """A probe on frozen embeddings of one WOS version; acc and macro (or weighted) P/R/F1 at one label level."""
-    from sentrepro.data.wos import WOS_LABEL_FILES, WOS_TEXT_FILE, read_wos, wos_version_dir
+    from sentrepro.data.benchmarks.wos import WOS_LABEL_FILES, WOS_TEXT_FILE, read_wos, wos_version_dir
     from sentrepro.evaluation.classification import evaluate_wos
 
     cfg = job.settings

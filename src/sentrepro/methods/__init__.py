@@ -2,8 +2,8 @@
 
 Which kinds exist, the class implementing each, and what the workflow needs to know about a kind
 (does it train, on which corpus, in which precision did its authors train) are units: each module's
-``<module>.units.yaml`` sidecar (sentrepro.units; plug-ins come from installed packages). The modules are
-imported on first use, not here: the code fingerprint of a workflow job (``sentrepro.codedeps`` follows
+``<module>.units.yaml`` sidecar (sentrepro.code.units; plug-ins come from installed packages). The modules are
+imported on first use, not here: the code fingerprint of a workflow job (``sentrepro.code.codedeps`` follows
 static imports) then covers the common code plus the job's own method unit, so editing one method's code
 reruns that method's jobs only (``method_entry`` names the module for a job).
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 
-from sentrepro import registry
+from sentrepro.planning import registry
 from sentrepro.methods.base import Method
 
 

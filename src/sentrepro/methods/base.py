@@ -1,6 +1,6 @@
 """What every method provides: how a batch is built, the loss, and the embedding used at evaluation.
 
-One training loop (``sentrepro.train``) serves every method through this interface. A method owns
+One training loop (``sentrepro.training.loop``) serves every method through this interface. A method owns
 the tokenizer; the model it builds is an ``nn.Module`` holding the encoder and any head or prompt
 parameters, saved with ``save_pretrained`` for the encoder and safetensors for the rest.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
-from sentrepro.fsutil import atomic_dir
+from sentrepro.files import atomic_dir
 
 EXTRA_STATE = "sentrepro_heads.safetensors"
 METHOD_META = "sentrepro_method.json"
@@ -53,7 +53,8 @@ class SentenceModel(nn.Module):
 
 
 class Method(ABC):
-    """Base class. Subclasses set ``kind`` and implement the four hooks below."""
+    """Base class. Subclasses set ``kind`` and implement the three abstract hooks below
+    (``collate``, ``loss``, ``embed``); the other methods have defaults a kind may override."""
 
     # The kind's name (its unit: the <module>.units.yaml sidecar beside the module), which also says whether the kind
     # trains, on which corpus, and in which precision its authors trained.

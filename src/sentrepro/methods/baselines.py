@@ -40,10 +40,10 @@ import re
 import numpy as np
 from torch import Tensor
 
-from sentrepro.backbones import pool_avg, pooled_embedding
+from sentrepro.methods.blocks import pool_avg, pooled_embedding
 from sentrepro.methods.base import Method, SentenceModel, pad_sequences
 from sentrepro.methods.promptbert import gather_positions, string_level_inputs
-from sentrepro.templates import PROMPTBERT_TEMPLATES, resolve_template
+from sentrepro.methods.templates import PROMPTBERT_TEMPLATES, resolve_template
 
 # Prompt-BERT evaluation.py:178-182 (WordPiece: bert-base-uncased) and :180 (BPE: roberta-base). The
 # BPE list holds 'Ġ, ' with a trailing space, which matches no token (kept verbatim; ',' goes with

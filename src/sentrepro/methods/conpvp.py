@@ -11,7 +11,7 @@ simcse/models.py):
   ``inputs_embeds`` so position/type embeddings, LayerNorm and dropout apply normally. (RoBERTa
   then numbers every position 2, 3, ... including the pad placeholders.)
 * **Positive / negative prototype**: the sentence in one of 9 positive / 8 negative discrete
-  templates (``sentrepro.templates``). The release draws them once per example at preprocessing;
+  templates (``sentrepro.methods.templates``). The release draws them once per example at preprocessing;
   here the draw is a pure function of (run seed, corpus index) (:func:`template_choice`), attached
   to each sentence by :meth:`ConPVP.training_items` (:class:`TemplatedCorpus`).
 * A ``prompt_mask`` marks the template tokens (1) against [CLS], sentence, [SEP] and padding (0).
@@ -67,9 +67,9 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from sentrepro.backbones import MLPHead
+from sentrepro.methods.blocks import MLPHead
 from sentrepro.methods.base import Method, SentenceModel, cosine_logits, pad_sequences
-from sentrepro.templates import (
+from sentrepro.methods.templates import (
     CONPVP_NEGATIVE_TEMPLATES,
     CONPVP_POSITIVE_TEMPLATES,
     MASK,

@@ -54,7 +54,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor, nn
 
-from sentrepro.backbones import MLPHead, pool_cls
+from sentrepro.methods.blocks import MLPHead, pool_cls
 from sentrepro.methods.base import SentenceModel, cosine_logits, pad_sequences
 from sentrepro.methods.simcse import SimCSE, with_special_tokens
 

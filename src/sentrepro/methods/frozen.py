@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from sentrepro.backbones import pooled_embedding
+from sentrepro.methods.blocks import pooled_embedding
 from sentrepro.methods.base import Method, SentenceModel
 
 

@@ -74,7 +74,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from sentrepro.backbones import pool_avg
+from sentrepro.methods.blocks import pool_avg
 from sentrepro.data.views import ViewTriples
 from sentrepro.methods.base import Method, SentenceModel, cosine_logits, pad_sequences
 

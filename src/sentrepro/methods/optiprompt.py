@@ -32,10 +32,10 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
-from sentrepro.backbones import MLPHead
+from sentrepro.methods.blocks import MLPHead
 from sentrepro.methods.base import EXTRA_STATE, SentenceModel
 from sentrepro.methods.promptbert import PromptBERT, gather_positions, string_level_inputs, token_level_inputs
-from sentrepro.templates import TemplateIds
+from sentrepro.methods.templates import TemplateIds
 
 OPTIPROMPT_DEFAULTS = {
     "template": "manual",

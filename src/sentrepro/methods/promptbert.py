@@ -3,7 +3,7 @@
 Training (methods.md §2.2-2.3):
 
 * Each sentence is truncated to ``max_seq_length`` (32) tokens BEFORE templating, then wrapped as
-  ``prefix + sentence + suffix`` (token level, :mod:`sentrepro.templates`): view 0 with
+  ``prefix + sentence + suffix`` (token level, :mod:`sentrepro.methods.templates`): view 0 with
   ``template`` (T1), view 1 with ``template2`` (T2). Both views go through ONE encoder call.
 * Representation: last-layer state at the [MASK] token.
 * Template denoising (``denoise``): for each view's template, a template-only pass whose suffix
@@ -52,10 +52,10 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from sentrepro.backbones import MLPHead
+from sentrepro.methods.blocks import MLPHead
 from sentrepro.methods.base import Method, SentenceModel, pad_sequences
 from sentrepro.methods.simcse import simcse_loss
-from sentrepro.templates import (
+from sentrepro.methods.templates import (
     PROMPTBERT_TEMPLATES,
     TemplateIds,
     append_period,

@@ -18,7 +18,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from sentrepro.backbones import MLPHead, pool_cls
+from sentrepro.methods.blocks import MLPHead, pool_cls
 from sentrepro.methods.base import Method, SentenceModel, cosine_logits, pad_sequences
 
 

@@ -40,19 +40,19 @@ import os
 import shutil
 from pathlib import Path
 
-from sentrepro.codedeps import stale_description
+from sentrepro.code.codedeps import stale_description
 from sentrepro.data.download import (
     TRUST_ON_FIRST_USE,
     VERIFIED_BY_PIN,
     ChecksumMismatch,
-    DownloadError,
     FetchSettings,
     fetch,
     locked,
 )
 from sentrepro.data.sources import local_path, resolve_url
-from sentrepro.fsutil import atomic_write_json, read_json, sha256_file
-from sentrepro.integrity import stamp_path, write_stamp
+from sentrepro.files import atomic_write_json, read_json
+from sentrepro.hashing import sha256_file
+from sentrepro.records.integrity import stamp_path, write_stamp
 from sentrepro.pretrained.files import select_files
 from sentrepro.pretrained.listing import (
     Listing,
@@ -65,7 +65,7 @@ from sentrepro.pretrained.listing import (
 )
 from sentrepro.pretrained.names import HUB, MANIFEST, fetch_spec, model_kind, snapshot_name
 from sentrepro.pretrained.snapshot import SNAPSHOT_KIND
-from sentrepro.provenance import Provenance
+from sentrepro.records.provenance import Provenance
 
 LOG = logging.getLogger(__name__)
 
@@ -142,7 +142,7 @@ def _fetch_model_locked(backbone: str, spec: dict, snapshot_dir: Path, mirror, s
         "provenance": prov.finish(),
     }
     atomic_write_json(snapshot_dir / MANIFEST, manifest)
-    write_stamp(snapshot_dir / MANIFEST)  # what the plan compares the files with (sentrepro.integrity)
+    write_stamp(snapshot_dir / MANIFEST)  # what the plan compares the files with (sentrepro.records.integrity)
     _keep_written(snapshot_dir)
     return manifest
 

@@ -16,19 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-Seed = int | None
-
-
-def seed_order(seed: Seed) -> int:
-    """Sort key: the frozen evaluation (None) first, then seeds ascending."""
-    return -1 if seed is None else seed
-
-
-def lowest_seeds(seeds, max_seeds: int | None) -> list[Seed]:
-    """The ``max_seeds`` lowest seeds (all when None), ascending."""
-    ordered = sorted(seeds, key=seed_order)
-    return ordered if max_seeds is None else ordered[:max_seeds]
-
+from sentrepro.planning.table_cells import Seed, seed_order
 
 def best_seed(selection: dict[Seed, float]) -> Seed:
     """The seed whose selection metric is highest; ties go to the smallest seed."""

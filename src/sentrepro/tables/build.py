@@ -7,7 +7,7 @@ Metrics-file contract (every evaluation suite writes one file per run and suite)
      "provenance": {"config": {"run": {"backbone": ..., "method": ..., "seed": <int | null>}}, "inputs": [...]}}
 
 Each file says which run produced it, so the builder needs only the list of files (the workflow's
-``table`` rule passes exactly the ones the spec reads, see :mod:`sentrepro.tables.plan`). For every
+``table`` rule passes exactly the ones the spec reads, see :mod:`sentrepro.planning.table_cells`). For every
 cell the builder keeps both seed statistics (best-of-N chosen by the spec's ``select_by`` metric, and
 mean ± population std), the headline one being the spec's ``statistic``; the published number with
 its std, footnote mark and file:line; and the metrics files (with sha256) the value came from, so
@@ -18,7 +18,7 @@ Like with like: an aggregate cell (metric key ``avg``) is filled only when the r
 aggregate averages (the column's or spec's ``averages``, else the table's other columns of that suite);
 otherwise it stays empty and :attr:`TableResult.incomplete` names the missing columns for the caption.
 A cell computed on synthetic data has no Δ against the paper. A cell whose provenance chain was written
-by code that has changed since (``provenance.code_fingerprint``, see :mod:`sentrepro.codedeps`) is
+by code that has changed since (``provenance.code_fingerprint``, see :mod:`sentrepro.code.codedeps`) is
 listed in :attr:`TableResult.stale`.
 """
 
@@ -28,12 +28,14 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sentrepro.codedeps import stale_description
-from sentrepro.fsutil import nonfinite_keys, read_json, sha256_file
-from sentrepro.tables.aggregate import SeedSummary, lowest_seeds, summarize
-from sentrepro.tables.reported import ReportedValue, load_reported, reported_value, resolve_row
-from sentrepro.tables.plan import stands_in_for
-from sentrepro.tables.spec import AGGREGATE_KEY, averaged_keys, cell_selector
+from sentrepro.code.codedeps import stale_description
+from sentrepro.files import nonfinite_keys, read_json
+from sentrepro.hashing import sha256_file
+from sentrepro.planning.table_cells import lowest_seeds
+from sentrepro.tables.aggregate import SeedSummary, summarize
+from sentrepro.planning.reported import ReportedValue, load_reported, reported_value, resolve_row
+from sentrepro.planning.table_cells import stands_in_for
+from sentrepro.planning.table_specs import AGGREGATE_KEY, averaged_keys, cell_selector
 
 CSV_HEADER = ["table", "row", "column", "value", "std", "n", "reported", "provenance"]
 
@@ -174,7 +176,7 @@ def synthetic_datasets(path: Path, cache: dict[Path, list[str]]) -> list[str]:
 
 def stale_links(path: Path, cache: dict[Path, dict[str, str]]) -> dict[str, str]:
     """{file: description} of the files in a JSON's provenance chain whose recorded code fingerprint
-    differs from today's code (see :func:`sentrepro.codedeps.stale_description`)."""
+    differs from today's code (see :func:`sentrepro.code.codedeps.stale_description`)."""
     path = Path(path)
     if path in cache:
         return cache[path]

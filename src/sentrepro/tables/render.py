@@ -17,7 +17,7 @@ import io
 import re
 from pathlib import Path
 
-from sentrepro.fsutil import atomic_write_text
+from sentrepro.files import atomic_write_text
 from sentrepro.tables.build import CSV_HEADER, Cell, TableResult
 
 SEEDS_HEADER = ["table", "row", "column", "seed", "value", "selected", "metrics_file", "in_table", "statistic"]
@@ -195,7 +195,7 @@ def statistic_sentence(result: TableResult) -> str:
 
 def caption_paragraphs(result: TableResult, description: str, experiment: str, csv_name: str) -> list[str]:
     """The caption, paragraph by paragraph: what the table shows, how each number was computed."""
-    from sentrepro.tables.reported import load_reported
+    from sentrepro.planning.reported import load_reported
 
     reported = load_reported()
     paragraphs = [p.strip() for p in re.split(r"\n\s*\n", description.strip()) if p.strip()]

@@ -8,15 +8,15 @@ summary: seeds vary), **deterministic** (a frozen model: one evaluation, no seed
 
 * ours: difference of the sides' headline seed statistics (best-of-N or mean, or the column's
   forced statistic), a - b;
-* seed intervals: two trained sides -> :func:`sentrepro.stats.seed_intervals` (Welch's t for means;
+* seed intervals: two trained sides -> :func:`sentrepro.verdicts.stats.seed_intervals` (Welch's t for means;
   best-of-N: a bootstrap over seeds *and* Welch's t on the same seeds' means, both required; std or
   range: a bootstrap *and* the F interval of the variance ratio); a
   trained side against a constant (a deterministic or published side) ->
-  :func:`sentrepro.stats.one_sample_intervals`; two constants -> none needed (no seed variance). A
-  trained side with fewer than :data:`sentrepro.stats.MIN_SEEDS` (3) seeds makes the claim **not
+  :func:`sentrepro.verdicts.stats.one_sample_intervals`; two constants -> none needed (no seed variance). A
+  trained side with fewer than :data:`sentrepro.verdicts.stats.MIN_SEEDS` (3) seeds makes the claim **not
   decidable**: below that no interval over seeds keeps its error rate, and no item-level interval
   can replace seed variance;
-* test-set interval (:func:`sentrepro.stats.paired_bootstrap`): from the per-pair cosines kept
+* test-set interval (:func:`sentrepro.verdicts.stats.paired_bootstrap`): from the per-pair cosines kept
   beside STS metrics files; every seed the statistic uses is scored on the same resample of each
   task (best-of-N: the selected seed); the Avg. column averages the tasks resampled independently;
 * verdict: holds / reversed / inconclusive from the available intervals (all must agree; ``no_gain``
@@ -29,7 +29,7 @@ A claim with a stand-in backbone or synthetic data on either side is computed (`
 code path) but its verdict is "not judged" and it is left out of every count.
 
 Cell noise: every reproduced cell of those tables with a published number gets
-:func:`sentrepro.stats.within_noise` with both numbers' standard errors (a mean's, or one run's
+:func:`sentrepro.verdicts.stats.within_noise` with both numbers' standard errors (a mean's, or one run's
 for best-of-N); a missing std comes from the suite's spread (the median of the papers' printed stds
 for that suite and metric). Stand-in and synthetic cells are never compared with the paper's number.
 """
@@ -43,9 +43,10 @@ from pathlib import Path
 import numpy as np
 
 from sentrepro.evaluation.item_scores import ItemScoresError, item_scores_file, read_pairs
-from sentrepro.fsutil import read_json, sha256_file
-from sentrepro.provenance import project_path
-from sentrepro.stats import (
+from sentrepro.files import read_json
+from sentrepro.hashing import sha256_file
+from sentrepro.records.provenance import project_path
+from sentrepro.verdicts.stats import (
     HOLDS,
     INCONCLUSIVE,
     Interval,
@@ -70,8 +71,8 @@ from sentrepro.stats import (
     within_noise,
 )
 from sentrepro.tables.build import Cell, TableResult, build_table, metric_value, paper_value
-from sentrepro.tables.reported import ReportedValue, load_reported
-from sentrepro.tables.spec import cell_selector, load_spec
+from sentrepro.planning.reported import ReportedValue, load_reported
+from sentrepro.planning.table_specs import cell_selector, load_spec
 from sentrepro.verdicts.claims import CLAIMS_PATH, Side, claim_tables, sides
 
 NOT_RUN = "not run"

@@ -1,4 +1,4 @@
-"""The papers' comparative claims (src/sentrepro/tables/claims.yaml): loading, validation, sides.
+"""The papers' comparative claims (src/sentrepro/verdicts/claims.yaml): loading, validation, sides.
 
 Each claim names a table spec, a column and two sides (row labels of that table, or another table's
 cell); the verdict builder reads both sides from the same metrics files the tables read. Validation
@@ -14,11 +14,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from sentrepro.fsutil import read_validated_yaml
-from sentrepro.stats import DIRECTIONS
-from sentrepro.tables.spec import SpecError, load_spec
+from sentrepro.yaml_files import read_validated_yaml
+from sentrepro.verdicts.stats import DIRECTIONS
+from sentrepro.planning.table_specs import SpecError, load_spec
 
-PACKAGE_DATA = ("../tables/claims.yaml",)  # read here; part of the code fingerprint of every rule importing this
+PACKAGE_DATA = ("claims.yaml",)  # read here; part of the code fingerprint of every rule importing this
 CLAIMS_PATH = (Path(__file__).resolve().parent / PACKAGE_DATA[0]).resolve()
 TOP_FIELDS = {"bootstrap", "claims", "not_checked"}
 CLAIM_FIELDS = {"id", "paper", "file", "line", "quote", "text", "table", "column", "a", "b", "direction",
@@ -158,22 +158,22 @@ def plan_problems(data: dict, config: dict) -> dict[str, str]:
     """claim id -> why the config's plan cannot produce or cannot decide it (none: every claim decidable).
 
     Produce: a reported-only side needs a published number (it is tested as that constant); any other
-    side needs a planned run filling its cell (:func:`sentrepro.tables.plan.unfilled_cells`: the runs,
+    side needs a planned run filling its cell (:func:`sentrepro.planning.table_cells.unfilled_cells`: the runs,
     the suite enabled with its ``runs`` filter, stand-ins included) and a metric key the suite writes.
     Decide (the verdict builder's rule, :mod:`sentrepro.verdicts.build`): a trained side needs at least
-    :data:`sentrepro.stats.MIN_SEEDS` planned seeds (at most the spec's ``max_seeds`` are read); two
+    :data:`sentrepro.verdicts.stats.MIN_SEEDS` planned seeds (at most the spec's ``max_seeds`` are read); two
     constants need an interval that is not over seeds: per-item STS scores on both deterministic sides
     (paired bootstrap) or an ``exact`` claim; a deterministic side against a published number needs
     its per-item STS scores; two published numbers never decide.
     """
-    from sentrepro import registry
-    from sentrepro.evaluation.plan import enabled_suites, suite_runs
-    from sentrepro.matrix import runs
-    from sentrepro.stats import MIN_SEEDS
+    from sentrepro.planning import registry
+    from sentrepro.planning.evaluations import enabled_suites, suite_runs
+    from sentrepro.planning.matrix import runs
+    from sentrepro.verdicts.stats import MIN_SEEDS
     from sentrepro.tables.build import paper_value
-    from sentrepro.tables.plan import stands_in_for, table_inputs, unfilled_cells
-    from sentrepro.tables.reported import load_reported
-    from sentrepro.tables.spec import cell_selector
+    from sentrepro.planning.table_cells import stands_in_for, table_inputs, unfilled_cells
+    from sentrepro.planning.reported import load_reported
+    from sentrepro.planning.table_specs import cell_selector
 
     reported = load_reported()
     all_runs = runs(config)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import html
 
-from sentrepro.stats import signed_magnitude
-from sentrepro.tables.spec import load_spec
+from sentrepro.verdicts.stats import signed_magnitude
+from sentrepro.planning.table_specs import load_spec
 from sentrepro.verdicts.build import NOT_DECIDABLE, NOT_JUDGED, NOT_RUN, UNDERPOWERED, ClaimResult, VerdictResult
 
 FOLD_AT = 160           # a row's notes longer than this (characters) are folded under <details>

@@ -17,8 +17,8 @@ import io
 import math
 from pathlib import Path
 
-from sentrepro.fsutil import atomic_write_text
-from sentrepro.stats import MIN_SEEDS, false_call_bound
+from sentrepro.files import atomic_write_text
+from sentrepro.verdicts.stats import MIN_SEEDS, false_call_bound
 from sentrepro.verdicts import page
 from sentrepro.verdicts.build import (
     NOT_DECIDABLE,

@@ -2,7 +2,7 @@
 
 import re
 
-from sentrepro.core import corpus_slice, source_slice
+from sentrepro.runs import corpus_slice, source_slice
 from sentrepro.data import benchmarks as benchmark_units
 
 FIXTURES = f"{RES}/fixtures"

@@ -1,8 +1,8 @@
 # Input functions, params and targets of workflow/rules/evaluate.smk, which includes this file first.
 
-from sentrepro.core import backbone_slice
-from sentrepro.matrix import train_slice
-from sentrepro.evaluation.plan import (
+from sentrepro.runs import backbone_slice
+from sentrepro.planning.matrix import train_slice
+from sentrepro.planning.evaluations import (
     enabled_suites,
     source_is_synthetic,
     suite_resources,

@@ -1,6 +1,6 @@
 # Input functions, params and targets of workflow/rules/figures.smk, which includes this file first.
 
-from sentrepro.evaluation.plan import drawable_figures
+from sentrepro.planning.evaluations import drawable_figures
 
 
 def figure_targets() -> list[str]:

@@ -1,7 +1,7 @@
 # Input functions, params and targets of workflow/rules/report.smk, which includes this file first.
 
-from sentrepro.tables.plan import table_inputs
-from sentrepro.tables.spec import load_spec as load_table_spec
+from sentrepro.planning.table_cells import table_inputs
+from sentrepro.planning.table_specs import load_spec as load_table_spec
 
 REPORT_DIR = Path(workflow.basedir) / "workflow" / "report"
 
@@ -52,7 +52,7 @@ def summary_runs() -> list[Run]:
 
 
 def summary_run(run: Run) -> dict:
-    from sentrepro.demo_summary import summary_suite  # its suites, checked against the units
+    from sentrepro.tables.demo_summary import summary_suite  # its suites, checked against the units
 
     before, after = summary_suite("before"), summary_suite("after")
     return {"backbone": run.backbone, "method": run.method, "seed": run.seed,

@@ -2,8 +2,8 @@
 
 import os
 
-from sentrepro.matrix import train_slice
-from sentrepro.core import KEEP_RESUME_STATE
+from sentrepro.planning.matrix import train_slice
+from sentrepro.runs import KEEP_RESUME_STATE
 
 # training.keep_resume_state decides what a finished training job leaves on disk (last/), never its result:
 # it reaches the job in the environment (inherited by local jobs; a SLURM job's snakemake sets it again when it

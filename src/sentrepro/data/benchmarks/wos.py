@@ -28,7 +28,7 @@ from sentrepro.data.benchmarks import Benchmark, Layout, relative_files
 from sentrepro.data.counts import check_classes, check_count, check_parent_classes
 from sentrepro.data.fixtures.archives import write_zip
 from sentrepro.data.records import DataFormatError, Document, parse_int, read_text_lines
-from sentrepro.fsutil import atomic_dir
+from sentrepro.files import atomic_dir
 
 WOS_VERSIONS: tuple[str, ...] = ("WOS5736", "WOS11967", "WOS46985")  # task group ``wos``: folders of the zip
 WOS_TEXT_FILE = "X.txt"

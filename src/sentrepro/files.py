@@ -1,0 +1,163 @@
+"""Atomic file writes and strict JSON.
+
+Every output of the workflow is written to a temporary sibling and renamed into place, so a
+killed job never leaves a file that looks complete.
+
+The temporary siblings come from ``mkstemp``/``mkdtemp`` (modes 0600/0700, private to the writer);
+they are given the modes an ordinary ``open``/``mkdir`` would (0666/0777 less the umask) before they
+are renamed into place, so a second user of a shared ``resources/`` can read what the first wrote.
+A full disk is reported as :class:`DiskFullError` naming the file and the space free; JSON is written
+strictly (a NaN or infinity is refused with the key that holds it, never written as ``NaN``) and read
+with errors that name the file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import math
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator
+
+
+class DiskFullError(OSError):
+    """No space left on the device while writing a file; the message names it and the space needed."""
+
+
+def current_umask() -> int:
+    """The process umask (read by setting and restoring it: os offers no read-only call)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def free_bytes(path: str | os.PathLike) -> int:
+    """Bytes free to this user on the file system holding ``path`` (or its nearest existing parent)."""
+    path = Path(path)
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return shutil.disk_usage(path).free
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:.1f} MiB"
+
+
+def disk_full(target: str | os.PathLike, needed: int | None = None) -> DiskFullError:
+    """The error for a write of ``target`` that ran out of space (``needed`` bytes, when known)."""
+    want = f"needs about {_mib(needed)}, " if needed else ""
+    return DiskFullError(errno.ENOSPC, f"no space left on the device writing {target}: {want}"
+                         f"{_mib(free_bytes(Path(target).parent))} free there; free some space and rerun")
+
+
+_WRITTEN: list[Path] = []  # targets of this process's atomic writes, for the ledger (sentrepro.records.ledger)
+
+
+def written_targets() -> list[Path]:
+    """Files and folders this process put in place with :func:`atomic_path` / :func:`atomic_dir`, in order."""
+    return list(_WRITTEN)
+
+
+def forget_written() -> None:
+    """Start a new record of written targets (each CLI command records only its own)."""
+    _WRITTEN.clear()
+
+
+@contextlib.contextmanager
+def atomic_path(target: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
+    """Yield a temporary path next to ``target``; rename it onto ``target`` on success.
+
+    On any exception the temporary file (or directory) is removed and ``target`` is untouched.
+    """
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix + ".tmp", dir=target.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        yield tmp
+        if tmp.exists():
+            os.chmod(tmp, 0o666 & ~current_umask())
+        os.replace(tmp, target)
+        _WRITTEN.append(target)
+    except BaseException as error:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        if isinstance(error, OSError) and error.errno == errno.ENOSPC and not isinstance(error, DiskFullError):
+            raise disk_full(target) from error
+        raise
+
+
+@contextlib.contextmanager
+def atomic_dir(target: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary directory next to ``target``; swap it in place of ``target`` on success."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    try:
+        yield tmp
+        os.chmod(tmp, 0o777 & ~current_umask())
+        if target.exists():
+            old = target.with_name(f".{target.name}.old")
+            shutil.rmtree(old, ignore_errors=True)
+            os.replace(target, old)
+            os.replace(tmp, target)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, target)
+        _WRITTEN.append(target)
+    except BaseException as error:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(error, OSError) and error.errno == errno.ENOSPC and not isinstance(error, DiskFullError):
+            raise disk_full(target) from error
+        raise
+
+
+def atomic_write_text(target: str | os.PathLike, text: str) -> None:
+    data = text.encode("utf-8")
+    try:
+        with atomic_path(target) as tmp:
+            tmp.write_bytes(data)
+    except DiskFullError as error:
+        raise disk_full(target, len(data)) from error.__cause__
+
+
+class NonFiniteError(ValueError):
+    """A value to be written is NaN or infinite; the message names the file and the key."""
+
+
+def nonfinite_keys(payload: Any, where: str = "") -> list[str]:
+    """The key paths (``results.STS-B.reported``) of every NaN or infinite float inside ``payload``."""
+    if isinstance(payload, float):
+        return [] if math.isfinite(payload) else [where or "(top level)"]
+    if isinstance(payload, dict):
+        return [k for key, value in payload.items() for k in nonfinite_keys(value, f"{where}.{key}" if where else str(key))]
+    if isinstance(payload, (list, tuple)):
+        return [k for i, value in enumerate(payload) for k in nonfinite_keys(value, f"{where}[{i}]")]
+    return []
+
+
+def atomic_write_json(target: str | os.PathLike, payload: Any) -> None:
+    """Write ``payload`` as JSON; a NaN or infinity anywhere is refused (:class:`NonFiniteError`), the target untouched."""
+    bad = nonfinite_keys(payload)
+    if bad:
+        raise NonFiniteError(f"refusing to write {target}: non-finite value at {', '.join(bad[:5])}")
+    atomic_write_text(target, json.dumps(payload, indent=2, sort_keys=True, default=str, allow_nan=False) + "\n")
+
+
+class JSONFileError(json.JSONDecodeError):
+    """A JSON file that does not parse; its message starts with the file's path."""
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    """The parsed JSON file; a syntax error is a :class:`JSONFileError` naming the file, line and column."""
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise JSONFileError(f"{path}: {exc.msg}", exc.doc, exc.pos) from None
