@@ -1,6 +1,6 @@
 """The content-addressed cache of what is derived from a file's content.
 
-Code fingerprints and imports (sentrepro.planning.codedeps) and parsed YAML (sentrepro.yaml_files) are
+Code fingerprints and imports (sentrepro.code.codedeps) and parsed YAML (sentrepro.yaml_files) are
 kept as one line each, keyed by a SHA-256 digest of the content with the kind of derivation, never a
 modification time, so a changed file can never find a stale entry.
 """
