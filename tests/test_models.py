@@ -229,6 +229,8 @@ def test_jobs_load_the_snapshot_offline(hub, tmp_path):
                             text=True, env=env, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "BertModel" in result.stdout and hub.requests == []
+    with pytest.raises(SnapshotError, match=r"backbone pkg://no_such_package/model: Python package 'no_such_package' is not"):
+        resolve_model({"model": "pkg://no_such_package/model", "family": "bert"}, None)  # one line, not a traceback
     with pytest.raises(SnapshotError, match="Hugging Face id"):
         resolve_model({"model": REPO_ID, "family": "bert"}, None)
     (snapshot / "tokenizer.json").unlink()

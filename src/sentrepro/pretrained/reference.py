@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from sentrepro.data.sources import local_path, resolve_url
+from sentrepro.data.sources import SourceError, local_path, resolve_url
 from sentrepro.pretrained.names import HUB, MANIFEST, model_kind
 from sentrepro.pretrained.snapshot import SnapshotError, open_snapshot
 
@@ -54,7 +54,10 @@ def resolve_model(backbone: dict, manifest: str | Path | None) -> ModelReference
 def local_directory(model: str) -> Path:
     """A local model's directory: ``pkg://<package>/<dir>`` inside an installed package, else the path."""
     if model.startswith("pkg://"):
-        path = local_path(resolve_url(model))
+        try:
+            path = local_path(resolve_url(model))
+        except SourceError as exc:  # the package is not installed: one line naming the backbone
+            raise SnapshotError(f"backbone {exc}") from None
         if path is None:
             raise SnapshotError(f"backbone '{model}': no such installed package directory")
         return path
