@@ -166,6 +166,45 @@ def test_fold_grid_in_lockstep_is_bit_for_bit_separate_senteval_fits():
             assert torch.equal(probe.model[0].bias, reference.bias), (len(rows), l2)
 
 
+@pytest.mark.heavy
+@pytest.mark.parametrize("dim, n_classes", [(384, 2), (768, 6)])
+def test_lockstep_at_the_papers_widths_is_bit_for_bit_separate_senteval_fits(dim, n_classes):
+    """At a real embedding width, with two classes and with six (TREC: there the two orientations of the weight
+    gradient's product round differently, so only nn.Linear's own one passes): jobs of 129 and 70 rows (a last
+    batch of one row, a short pass) in lockstep equal the plain one-at-a-time fits bit for bit."""
+    config = PROBE_MODES["test"]
+    X, y = blobs(240 // n_classes, n_classes, dim, separation=0.3, seed=11)
+    jobs = [ProbeJob(np.arange(129), np.arange(129, 160), config.l2_grid[:2]),
+            ProbeJob(np.arange(60, 190), np.arange(30), config.l2_grid[2:]),
+            ProbeJob(np.arange(70), np.arange(190, 240), config.l2_grid[:1])]
+    for job, probes in zip(jobs, fit_probe_jobs(X, y, jobs, n_classes=n_classes, config=config)):
+        for l2, probe in zip(job.l2_values, probes):
+            rows, held = job.train_rows, job.validation_rows
+            reference, reference_epoch = senteval_reference_fit(X[rows], y[rows], X[held], y[held], l2, config, 1111)
+            assert probe.best_epoch == reference_epoch
+            assert torch.equal(probe.model[0].weight, reference.weight), (len(rows), l2)
+            assert torch.equal(probe.model[0].bias, reference.bias), (len(rows), l2)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3, 6])
+def test_stacked_weight_gradient_has_nn_linears_bits(n_classes):
+    """On a zero-padded stack of members with 1..64 real rows, _weight_gradient equals nn.Linear's backward on
+    each member's real rows, bit for bit (six classes tell the two orientations of the product apart)."""
+    from sentrepro.evaluation.probe import _weight_gradient
+
+    generator = torch.Generator().manual_seed(3)
+    lengths = [1, 2, 17, 63, 64]
+    features = torch.randn(len(lengths), 64, 768, generator=generator)  # (P, B, H)
+    grad = torch.randn(len(lengths), 64, n_classes, generator=generator)  # (P, B, C)
+    for member, length in enumerate(lengths):
+        grad[member, length:] = 0
+    stacked = _weight_gradient(features, grad)  # (P, C, H)
+    for member, length in enumerate(lengths):
+        layer = nn.Linear(768, n_classes)
+        layer(features[member, :length]).backward(grad[member, :length])
+        assert torch.equal(stacked[member], layer.weight.grad), (n_classes, length)
+
+
 def test_fit_leaves_the_global_random_state_alone():
     X, y = blobs(50, 2, 4, separation=2.0, seed=7)
     torch.manual_seed(123)

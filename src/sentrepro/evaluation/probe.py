@@ -43,7 +43,6 @@ The classifier runs on any torch device (``device="cpu"`` or ``"cuda"``); SentEv
 from __future__ import annotations
 
 import contextlib
-import functools
 from dataclasses import asdict, dataclass
 from typing import Iterator, Sequence
 
@@ -455,42 +454,14 @@ class _StackedAffine(torch.autograd.Function):
 
 
 def _weight_gradient(features: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
-    """Per member ``gradᵀ @ features``: (P, B, in), (P, B, out) -> (P, out, in), with ``nn.Linear``'s bits.
+    """Per member ``gradᵀ @ features``: (P, B, in), (P, B, out) -> (P, out, in), the call ``nn.Linear`` makes.
 
-    ``nn.Linear``'s backward (what SentEval ran) forms the product as ``featuresᵀ @ grad`` and transposes it;
-    for two output classes that BLAS call is five times slower than ``gradᵀ @ features``, which sums the same
-    products over the batch. The fast form is used only where :func:`_transposed_product_is_exact` found it
-    to give ``nn.Linear``'s bits for this device and shape; everywhere else the engine makes ``nn.Linear``'s call.
+    ``nn.Linear`` computes ``addmm(bias, x, weight.t())``; autograd's ``mm_mat2_backward`` sees that
+    ``weight.t()`` is column-major and forms its gradient as ``(gradᵀ @ x)ᵀ``, so ``weight.grad`` is
+    ``gradᵀ @ x``: this product, one ``mm`` per member. (The other orientation, ``(xᵀ @ grad)ᵀ``, sums the same
+    products in another order for six classes, measured on MKL, and is five times slower for two.)
     """
-    _, width, n_in = features.shape
-    if _transposed_product_is_exact(str(features.device), width, n_in, grad.shape[2]):
-        return grad.transpose(1, 2).bmm(features)
-    return features.transpose(1, 2).bmm(grad).transpose(1, 2)
-
-
-@functools.lru_cache(maxsize=None)
-def _transposed_product_is_exact(device: str, width: int, n_in: int, n_out: int) -> bool:
-    """Whether ``gradᵀ @ features`` over a zero-padded batch of ``width`` rows gives, bit for bit, what
-    ``nn.Linear``'s backward gives on the member's real rows alone, for every real length 1..width.
-
-    Checked once per (device, width, in, out) on two seeded random draws (``width`` members, member p with
-    p + 1 real rows; padded rows hold other data, as a gathered batch's do, and a zero gradient). A BLAS kernel
-    that summed in another order differs on random data in the last bits (measured: MKL for six classes); a kernel
-    that sums in the same order agrees on every input. The global random state is not touched.
-    """
-    generator = torch.Generator().manual_seed(SENTEVAL_SEED)
-    lengths = torch.arange(1, width + 1).view(-1, 1, 1)  # (P, 1, 1)
-    real = torch.arange(width).view(1, -1, 1) < lengths  # (P, B, 1): row b of member p is real
-    for _ in range(2):
-        features = torch.randn(width, width, n_in, generator=generator).to(device)  # (P, B, in)
-        grad = (torch.randn(width, width, n_out, generator=generator) * real / width).to(device)  # (P, B, out)
-        fast = grad.transpose(1, 2).bmm(features)  # (P, out, in)
-        for member in range(width):
-            rows = member + 1
-            reference = torch.mm(features[member, :rows].t(), grad[member, :rows]).t()  # nn.Linear's call
-            if not torch.equal(fast[member], reference):
-                return False
-    return True
+    return grad.transpose(1, 2).bmm(features)
 
 
 class _Partition:
