@@ -24,10 +24,12 @@ Speed: SentEval trains the probes of a fold grid one after another; they are ind
 :func:`fit_probe_jobs` trains them together (:class:`ProbeJob`: one SentEval ``fit`` with its rows and L2 values).
 Jobs with the same number of batches per pass step in lockstep; each probe has its own batches (its job's
 permutation), its L2 as its optimiser group's ``weight_decay`` (as SentEval sets it), its own Adam state and its
-own early stopping, and stopped probes are cut out of the stack. The result is SentEval's arithmetic bit for bit
-(``torch.equal`` against plain fits, ``tests/test_eval_probe.py``): a padded last batch adds exact zeros to the
-weight gradient, its bias gradient is summed over the probe's real rows only, and a one-row batch goes through
-``addmm`` as ``nn.Linear`` does (:class:`_StackedAffine`). The fixed-epoch training of the few-shot suite
+own early stopping, and stopped probes are cut out of the stack. Each step gathers the live jobs' batches once
+(one ``index_select``: a job's probes of every L2 value read the same rows). The result is SentEval's arithmetic
+bit for bit (``torch.equal`` against plain fits, ``tests/test_eval_probe.py``): a padded last batch adds exact
+zeros to the weight gradient (``gradᵀ @ x``, the product ``nn.Linear``'s backward forms), its bias gradient is
+summed over the probe's real rows only, and a one-row batch goes through ``addmm`` as ``nn.Linear`` does
+(:class:`_StackedAffine`). The fixed-epoch training of the few-shot suite
 (:func:`fit_probe_grid_fixed_epochs`: no validation, no early stopping, so no lockstep bookkeeping to share)
 is the second engine, :class:`StackedProbe`: the members of an L2 grid as one stack, each L2 added to its
 member's gradient. Moving it onto the lockstep engine would apply L2 through the optimiser's ``weight_decay``
@@ -229,12 +231,14 @@ def probe_from_state(state: list[torch.Tensor], hidden_dim: int, dropout: float)
     return model.eval()
 
 
-def make_optimizer(name: str, params) -> torch.optim.Optimizer:
-    """SentEval's optimiser without weight decay; the (per-member) L2 is added to the gradients by the caller."""
+def make_optimizer(name: str, params, foreach: bool | None = None) -> torch.optim.Optimizer:
+    """SentEval's optimiser (Adam lr 1e-3 or RMSprop lr 1e-2) over ``params`` (tensors, or groups that set their
+    own ``weight_decay``). ``foreach=True`` runs each update as one call per group instead of one per tensor: on the
+    CPU torch loops the same per-tensor kernels in C++, so every element is updated by the same operations."""
     learning_rate = OPTIMIZER_LEARNING_RATES[name]
     if name == "adam":
-        return torch.optim.Adam(params, lr=learning_rate)
-    return torch.optim.RMSprop(params, lr=learning_rate)
+        return torch.optim.Adam(params, lr=learning_rate, foreach=foreach)
+    return torch.optim.RMSprop(params, lr=learning_rate, foreach=foreach)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -425,8 +429,9 @@ class _StackedAffine(torch.autograd.Function):
     Rows past a member's ``length`` are padding. Forward is ``baddbmm`` over the padded width, which gives
     ``addmm``'s values row for row (measured), except for a member with a single real row, for which ``addmm``
     takes another path: that row is computed by ``addmm`` itself. Backward gives the weight gradient as
-    ``addmm``'s backward does (``xᵀ @ grad``; padded rows add exact zeros) and the bias gradient as the sum over
-    the member's real rows only (a sum over the zero-padded width rounds differently for some lengths).
+    ``addmm``'s backward does (``gradᵀ @ x``, :func:`_weight_gradient`; padded rows add exact zeros) and the bias
+    gradient as the sum over the member's real rows only (a sum over the zero-padded width rounds differently
+    for some lengths).
     """
 
     @staticmethod
@@ -536,7 +541,7 @@ def _fit_lockstep(
 
     partitions = [_Partition(l2, group, stacked(len(group))) for l2, group in by_l2.items()]
     optimizer = make_optimizer(config.optimizer, [
-        {"params": part.parameters(), "weight_decay": part.l2} for part in partitions])
+        {"params": part.parameters(), "weight_decay": part.l2} for part in partitions], foreach=True)
 
     validation_rows, validation_mask = _padded_rows([job.validation_rows for job in jobs])
     pad = -validation_rows.shape[1] % batch_size  # score in full-width chunks of batch_size rows, padded
@@ -637,7 +642,8 @@ def _without_members(
                                        for key, value in state.items()}))
         kept_partitions.append(new)
     new_optimizer = make_optimizer(config.optimizer, [
-        {"params": part.parameters(), "weight_decay": part.l2} for part in kept_partitions]) if kept_partitions \
+        {"params": part.parameters(), "weight_decay": part.l2} for part in kept_partitions], foreach=True) \
+        if kept_partitions \
         else optimizer
     for param, state in states:
         if state:
