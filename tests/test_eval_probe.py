@@ -127,6 +127,17 @@ def senteval_reference_fit(X, y, X_val, y_val, l2: float, config: ProbeConfig, s
     return model, best_epoch
 
 
+def assert_lockstep_equals_plain_fits(X, y, jobs: list[ProbeJob], n_classes: int, config: ProbeConfig) -> None:
+    """Every probe of ``fit_probe_jobs(jobs)`` has the plain one-at-a-time fit's best epoch and weights, bit for bit."""
+    for job, probes in zip(jobs, fit_probe_jobs(X, y, jobs, n_classes=n_classes, config=config)):
+        for l2, probe in zip(job.l2_values, probes):
+            rows, held = job.train_rows, job.validation_rows
+            reference, reference_epoch = senteval_reference_fit(X[rows], y[rows], X[held], y[held], l2, config, 1111)
+            assert probe.best_epoch == reference_epoch
+            assert torch.equal(probe.model[0].weight, reference.weight), (len(rows), l2)
+            assert torch.equal(probe.model[0].bias, reference.bias), (len(rows), l2)
+
+
 @pytest.mark.heavy
 @pytest.mark.parametrize("mode", ["test", "fasttest"])
 def test_stacked_grid_equals_separate_plain_senteval_fits(mode):
@@ -157,13 +168,7 @@ def test_fold_grid_in_lockstep_is_bit_for_bit_separate_senteval_fits():
     assert {len(train) % 64 for train, _ in folds} >= {0, 1}
     jobs = [ProbeJob(train, test, config.l2_grid) for train, test in folds]
     jobs.append(ProbeJob(np.arange(135), np.arange(135, 143), config.l2_grid))
-    for job, probes in zip(jobs, fit_probe_jobs(X, y, jobs, n_classes=2, config=config)):
-        for l2, probe in zip(config.l2_grid, probes):
-            rows, held = job.train_rows, job.validation_rows
-            reference, reference_epoch = senteval_reference_fit(X[rows], y[rows], X[held], y[held], l2, config, 1111)
-            assert probe.best_epoch == reference_epoch
-            assert torch.equal(probe.model[0].weight, reference.weight), (len(rows), l2)
-            assert torch.equal(probe.model[0].bias, reference.bias), (len(rows), l2)
+    assert_lockstep_equals_plain_fits(X, y, jobs, 2, config)
 
 
 @pytest.mark.heavy
@@ -177,13 +182,7 @@ def test_lockstep_at_the_papers_widths_is_bit_for_bit_separate_senteval_fits(dim
     jobs = [ProbeJob(np.arange(129), np.arange(129, 160), config.l2_grid[:2]),
             ProbeJob(np.arange(60, 190), np.arange(30), config.l2_grid[2:]),
             ProbeJob(np.arange(70), np.arange(190, 240), config.l2_grid[:1])]
-    for job, probes in zip(jobs, fit_probe_jobs(X, y, jobs, n_classes=n_classes, config=config)):
-        for l2, probe in zip(job.l2_values, probes):
-            rows, held = job.train_rows, job.validation_rows
-            reference, reference_epoch = senteval_reference_fit(X[rows], y[rows], X[held], y[held], l2, config, 1111)
-            assert probe.best_epoch == reference_epoch
-            assert torch.equal(probe.model[0].weight, reference.weight), (len(rows), l2)
-            assert torch.equal(probe.model[0].bias, reference.bias), (len(rows), l2)
+    assert_lockstep_equals_plain_fits(X, y, jobs, n_classes, config)
 
 
 @pytest.mark.parametrize("n_classes", [2, 3, 6])
