@@ -18,7 +18,8 @@ The shares come from the profiled run, which records windows of ``--active`` opt
 ``--active + --wait + 1`` steps (a full task is millions of operator events, more than memory holds) and tallies
 each window as it closes; the profiler adds about a microsecond per operator, which lands in the operator rows.
 The seconds columns scale the shares to the plain run's wall time. Run with one thread, from the
-repository root, against the engine of any checkout (``PYTHONPATH=<checkout>/src``; the script prints which)::
+repository root, against the engine of any checkout that opens the probe's evaluation scope (issue 38 on; an
+older one needs that one line added) with ``PYTHONPATH=<checkout>/src`` (the script prints which engine)::
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/probe_profile.py --data ../shared/data/senteval \\
         --task SUBJ --dims 384 768 1024 --cache /tmp/sentrepro-vectors
@@ -39,8 +40,9 @@ from pathlib import Path
 import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
+from sentrepro.evaluation.probe import EVALUATION_SCOPE
+
 HERE = Path(__file__).resolve().parent
-EVALUATION_SCOPE = "probe.early_stopping_evaluation"
 MATRIX_PRODUCTS = {"aten::baddbmm", "aten::bmm", "aten::mm", "aten::addmm", "aten::matmul"}
 DATA_MOVEMENT = {"aten::index_select", "aten::index", "aten::copy_", "aten::cat", "aten::constant_pad_nd",
                  "aten::clone", "aten::to", "aten::_to_copy", "aten::contiguous", "aten::repeat", "aten::stack",
