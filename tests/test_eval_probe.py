@@ -98,7 +98,10 @@ def senteval_reference_fit(X, y, X_val, y_val, l2: float, config: ProbeConfig, s
     """A plain, one-model-at-a-time version of SentEval's loop (nn.Linear + torch's own weight_decay)."""
     np_rng = np.random.RandomState(seed)
     torch.manual_seed(seed)
-    model = nn.Linear(X.shape[1], int(y.max()) + 1)
+    n_classes = int(max(y.max(), y_val.max())) + 1
+    model = nn.Linear(X.shape[1], n_classes) if not config.hidden_dim else nn.Sequential(  # SentEval's MLP
+        nn.Linear(X.shape[1], config.hidden_dim), nn.Dropout(p=config.dropout), nn.Sigmoid(),
+        nn.Linear(config.hidden_dim, n_classes))
     optimizer_class = torch.optim.Adam if config.optimizer == "adam" else torch.optim.RMSprop
     optimizer = optimizer_class(model.parameters(), lr=1e-3 if config.optimizer == "adam" else 1e-2, weight_decay=l2)
     features, labels = torch.from_numpy(X), torch.from_numpy(y)
@@ -115,7 +118,9 @@ def senteval_reference_fit(X, y, X_val, y_val, l2: float, config: ProbeConfig, s
         passes += config.epoch_size
         epoch += 1
         with torch.no_grad():
+            model.eval()
             accuracy = (model(torch.from_numpy(X_val)).argmax(1).numpy() == y_val).mean()
+            model.train()
         if accuracy > best:
             best, best_epoch = accuracy, epoch
             best_state = {k: v.clone() for k, v in model.state_dict().items()}
@@ -134,8 +139,10 @@ def assert_lockstep_equals_plain_fits(X, y, jobs: list[ProbeJob], n_classes: int
             rows, held = job.train_rows, job.validation_rows
             reference, reference_epoch = senteval_reference_fit(X[rows], y[rows], X[held], y[held], l2, config, 1111)
             assert probe.best_epoch == reference_epoch
-            assert torch.equal(probe.model[0].weight, reference.weight), (len(rows), l2)
-            assert torch.equal(probe.model[0].bias, reference.bias), (len(rows), l2)
+            ours = [tensor for layer in probe.model if isinstance(layer, nn.Linear) for tensor in layer.parameters()]
+            assert len(ours) == len(list(reference.parameters()))
+            for tensor, expected in zip(ours, reference.parameters()):
+                assert torch.equal(tensor, expected), (len(rows), l2)
 
 
 @pytest.mark.heavy
@@ -183,6 +190,19 @@ def test_lockstep_at_the_papers_widths_is_bit_for_bit_separate_senteval_fits(dim
             ProbeJob(np.arange(60, 190), np.arange(30), config.l2_grid[2:]),
             ProbeJob(np.arange(70), np.arange(190, 240), config.l2_grid[:1])]
     assert_lockstep_equals_plain_fits(X, y, jobs, n_classes, config)
+
+
+@pytest.mark.heavy
+def test_mlp_probes_in_lockstep_are_bit_for_bit_separate_senteval_fits():
+    """SentEval's one-hidden-layer MLP (the "+ MLP" rows), several jobs and L2 values in one stack with members
+    stopping at different epochs, equals the plain one-at-a-time fits bit for bit."""
+    import dataclasses
+
+    config = dataclasses.replace(PROBE_MODES["fasttest"], hidden_dim=16)
+    X, y = blobs(70, 3, 24, separation=0.6, seed=13)
+    jobs = [ProbeJob(np.arange(150), np.arange(150, 210), config.l2_grid),
+            ProbeJob(np.arange(60, 210), np.arange(40), config.l2_grid[1:3])]
+    assert_lockstep_equals_plain_fits(X, y, jobs, 3, config)
 
 
 @pytest.mark.parametrize("n_classes", [2, 3, 6])

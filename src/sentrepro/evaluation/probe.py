@@ -22,14 +22,17 @@ without a hard CUDA requirement. Behaviour kept from SentEval, on purpose:
 
 Speed: SentEval trains the probes of a fold grid one after another; they are independent, so
 :func:`fit_probe_jobs` trains them together (:class:`ProbeJob`: one SentEval ``fit`` with its rows and L2 values).
-Jobs with the same number of batches per pass step in lockstep; each probe has its own batches (its job's
-permutation), its L2 as its optimiser group's ``weight_decay`` (as SentEval sets it), its own Adam state and its
+Jobs with the same number of batches per pass step in lockstep, as one stack of
+probes (:class:`_MemberStack`); each probe has its own batches (its job's permutation), its own L2 (added to its
+gradient by the call torch's optimiser makes for ``weight_decay``, as SentEval sets it), its own Adam state and its
 own early stopping, and stopped probes are cut out of the stack. Each step gathers the live jobs' batches once
-(one ``index_select``: a job's probes of every L2 value read the same rows). The result is SentEval's arithmetic
-bit for bit (``torch.equal`` against plain fits, ``tests/test_eval_probe.py``): a padded last batch adds exact
-zeros to the weight gradient (``gradᵀ @ x``, the product ``nn.Linear``'s backward forms), its bias gradient is
-summed over the probe's real rows only, and a one-row batch goes through ``addmm`` as ``nn.Linear`` does
-(:class:`_StackedAffine`). The fixed-epoch training of the few-shot suite
+(one ``index_select``: a job's probes of every L2 value read the same rows). The linear probe's gradients are
+written out with the kernels autograd would run (:func:`_cross_entropy_logit_gradient`); the matrix products run
+per L2 value with ``nn.Linear``'s own shapes, everything element-wise once over the stack. The result is
+SentEval's arithmetic bit for bit (``torch.equal`` against plain fits, ``tests/test_eval_probe.py``): a padded
+last batch adds exact zeros to the weight gradient (``gradᵀ @ x``, the product ``nn.Linear``'s backward forms),
+its bias gradient is summed over the probe's real rows only, and a one-row batch goes through ``addmm`` as
+``nn.Linear`` does (:func:`_affine`). The fixed-epoch training of the few-shot suite
 (:func:`fit_probe_grid_fixed_epochs`: no validation, no early stopping, so no lockstep bookkeeping to share)
 is the second engine, :class:`StackedProbe`: the members of an L2 grid as one stack, each L2 added to its
 member's gradient. Moving it onto the lockstep engine would apply L2 through the optimiser's ``weight_decay``
@@ -423,39 +426,69 @@ def _padded_rows(row_sets: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray
     return matrix, mask
 
 
-class _StackedAffine(torch.autograd.Function):
-    """``bias + x @ Wᵀ`` for P members at once, (P, B, in) -> (P, B, out), with SentEval's ``nn.Linear`` bits.
+def _affine(features: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, lengths: tuple[int, ...]
+            ) -> torch.Tensor:
+    """``bias + x @ Wᵀ`` for P members at once, (P, B, in) -> (P, B, out), with ``nn.Linear``'s bits.
 
-    Rows past a member's ``length`` are padding. Forward is ``baddbmm`` over the padded width, which gives
-    ``addmm``'s values row for row (measured), except for a member with a single real row, for which ``addmm``
-    takes another path: that row is computed by ``addmm`` itself. Backward gives the weight gradient as
-    ``addmm``'s backward does (``gradᵀ @ x``, :func:`_weight_gradient`; padded rows add exact zeros) and the bias
-    gradient as the sum over the member's real rows only (a sum over the zero-padded width rounds differently
-    for some lengths).
+    Rows past a member's ``length`` are padding. ``baddbmm`` over the padded width gives ``addmm``'s values row
+    for row (measured), except for a member with a single real row, for which ``addmm`` takes another path: that
+    row is computed by ``addmm`` itself.
     """
+    out = torch.baddbmm(bias.unsqueeze(1), features, weight.transpose(1, 2))
+    for position in (p for p, length in enumerate(lengths) if length == 1):
+        out[position, :1] = torch.addmm(bias[position], features[position, :1], weight[position].t())
+    return out
+
+
+def _bias_gradient(grad: torch.Tensor, lengths: tuple[int, ...]) -> torch.Tensor:
+    """(P, B, out) -> (P, out): each member's sum over its own real rows, as ``nn.Linear``'s backward sums its
+    batch (a sum over the zero-padded width rounds differently for some lengths)."""
+    width = grad.shape[1]
+    if all(length == width for length in lengths):
+        return grad.sum(dim=1)
+    grad_bias = grad.new_empty(grad.shape[0], grad.shape[2])
+    for length in set(lengths):
+        members = torch.tensor([p for p, n in enumerate(lengths) if n == length], device=grad.device)
+        grad_bias[members] = grad.index_select(0, members)[:, :length].sum(dim=1)
+    return grad_bias
+
+
+class _StackedAffine(torch.autograd.Function):
+    """:func:`_affine` under autograd (the MLP probe): its backward gives the weight gradient as ``addmm``'s
+    backward does (:func:`_weight_gradient`; padded rows add exact zeros) and the bias gradient by
+    :func:`_bias_gradient`."""
 
     @staticmethod
     def forward(ctx, features, weight, bias, lengths):
         ctx.save_for_backward(features, weight)
         ctx.lengths = lengths
-        out = torch.baddbmm(bias.unsqueeze(1), features, weight.transpose(1, 2))
-        for position in (p for p, length in enumerate(lengths) if length == 1):
-            out[position, :1] = torch.addmm(bias[position], features[position, :1], weight[position].t())
-        return out
+        return _affine(features, weight, bias, lengths)
 
     @staticmethod
     def backward(ctx, grad):
         features, weight = ctx.saved_tensors
         grad_features = grad.bmm(weight) if ctx.needs_input_grad[0] else None
-        grad_weight = _weight_gradient(features, grad)
-        width = grad.shape[1]
-        if all(length == width for length in ctx.lengths):
-            return grad_features, grad_weight, grad.sum(dim=1), None
-        grad_bias = grad.new_empty(grad.shape[0], grad.shape[2])
-        for length in set(ctx.lengths):
-            members = torch.tensor([p for p, n in enumerate(ctx.lengths) if n == length], device=grad.device)
-            grad_bias[members] = grad.index_select(0, members)[:, :length].sum(dim=1)
-        return grad_features, grad_weight, grad_bias, None
+        return grad_features, _weight_gradient(features, grad), _bias_gradient(grad, ctx.lengths), None
+
+
+def _cross_entropy_logit_gradient(logits: torch.Tensor, labels: torch.Tensor, row_weights: torch.Tensor
+                                  ) -> torch.Tensor:
+    """Gradient of each member's mean cross-entropy over its real rows with respect to its logits, without autograd.
+
+    Shapes: logits (M, B, C), labels (M, B), row_weights (M, B) with 1 for a real row and 0 for padding ->
+    (M, B, C). Every line is the kernel autograd runs backward through
+    ``F.cross_entropy(logits, labels, reduction="none")`` weighted by ``row_weights / row_weights.sum`` (the mean
+    SentEval's loss takes): ``1 / n`` as ``DivBackward`` forms it, then ``nll_loss_backward`` and
+    ``_log_softmax_backward_data`` themselves. So the bits are autograd's, without building and walking a graph.
+    """
+    n_members, width, n_classes = logits.shape
+    log_probs = torch.log_softmax(logits.reshape(-1, n_classes), dim=1)  # (M*B, C), what cross_entropy computes
+    counts = row_weights.sum(dim=1)  # (M,)
+    row_grad = (torch.ones_like(counts).div(counts).unsqueeze(1) * row_weights).reshape(-1)  # (M*B,)
+    nll_grad = torch.ops.aten.nll_loss_backward(row_grad, log_probs, labels.reshape(-1), None, 0, -100,
+                                                torch.zeros((), device=log_probs.device))  # 0: reduction "none"
+    grad = torch.ops.aten._log_softmax_backward_data(nll_grad, log_probs, 1, log_probs.dtype)  # (M*B, C)
+    return grad.view(n_members, width, n_classes)
 
 
 def _weight_gradient(features: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
@@ -469,47 +502,137 @@ def _weight_gradient(features: torch.Tensor, grad: torch.Tensor) -> torch.Tensor
     return grad.transpose(1, 2).bmm(features)
 
 
-class _Partition:
-    """The members (job, L2 slot) sharing one L2 value: one parameter tensor per layer, stacked over members,
-    in one optimiser group whose ``weight_decay`` is that L2 (what SentEval sets on its single group)."""
+class _MemberStack:
+    """Every live probe of a lockstep group as one stack: per layer one weight tensor (M, out, in) and one bias
+    tensor (M, out), the members ordered by L2 value so that each L2 value's members are one contiguous slice.
 
-    def __init__(self, l2: float, members: list[tuple[int, int]], layers: list[tuple[torch.Tensor, torch.Tensor]]):
-        self.l2, self.members = l2, members
-        self.jobs = torch.tensor([job for job, _ in members], dtype=torch.long, device=layers[0][0].device)
-        self.weights = [nn.Parameter(weight) for weight, _ in layers]  # (P, out, in)
-        self.biases = [nn.Parameter(bias) for _, bias in layers]  # (P, out)
+    One optimiser over the two (or four) stacked tensors, with ``weight_decay`` 0: each slice's L2 is added to its
+    gradient by the ``add(param, alpha=l2)`` call torch's Adam/RMSprop make for a group's ``weight_decay``
+    (SentEval sets the L2 that way), so every element sees the same operations as in a separate fit. A member's
+    parameters, Adam moments and step count are its own rows of these tensors. The element-wise work of a step
+    (cross-entropy and its gradient, bias gradient, optimiser) runs once over the whole stack; only the matrix
+    products run per slice, because each must have ``nn.Linear``'s shapes to have its bits.
+    """
+
+    def __init__(self, members: list[tuple[int, int]], l2_values: list[float],
+                 layers: list[tuple[torch.Tensor, torch.Tensor]], optimizer: str) -> None:
+        self.members, self.l2_values = members, l2_values  # per member: (job, L2 slot) and its L2
+        self.weights = [nn.Parameter(weight) for weight, _ in layers]  # (M, out, in)
+        self.biases = [nn.Parameter(bias) for _, bias in layers]  # (M, out)
+        self.slices: list[tuple[float, int, int]] = []  # (L2, start, stop): the members with that L2
+        for index, l2 in enumerate(l2_values):
+            if self.slices and self.slices[-1][0] == l2:
+                self.slices[-1] = (l2, self.slices[-1][1], index + 1)
+            else:
+                self.slices.append((l2, index, index + 1))
+        self.optimizer_name = optimizer
+        self.optimizer = make_optimizer(optimizer, self.parameters(), foreach=True)
+        self.linear = len(layers) == 1
 
     def parameters(self) -> list[nn.Parameter]:
         return [tensor for pair in zip(self.weights, self.biases) for tensor in pair]
 
     def locate(self, live_jobs: list[int]) -> None:
-        """Find the members' jobs among ``live_jobs`` (the jobs of this step's gathered batch, in order)."""
+        """Find the members' jobs among ``live_jobs`` (the jobs of this epoch's gathered batches, in order)."""
         position = {job: index for index, job in enumerate(live_jobs)}
         self.positions = [position[job] for job, _ in self.members]
-        identity = self.positions == list(range(len(live_jobs)))
-        self.rows_of = None if identity else torch.tensor(self.positions, dtype=torch.long, device=self.jobs.device)
+        device = self.weights[0].device
+        self.member_rows = torch.tensor(self.positions, dtype=torch.long, device=device)  # (M,)
+        everyone = list(range(len(live_jobs)))
+        self.slice_rows = [None if self.positions[start:stop] == everyone
+                           else torch.tensor(self.positions[start:stop], dtype=torch.long, device=device)
+                           for _, start, stop in self.slices]
 
-    def select(self, batch: torch.Tensor) -> torch.Tensor:
-        """The members' slices of a tensor stacked over the live jobs: (L, ...) -> (P, ...), a view when they
-        are all the live jobs in order (every member of a partition sees its job's batch)."""
-        return batch if self.rows_of is None else batch.index_select(0, self.rows_of)
+    def _inputs(self, batch: torch.Tensor) -> list[torch.Tensor]:
+        """Each slice's members' rows of a batch stacked over the live jobs: (L, B, H) -> [(P, B, H)], a view when a
+        slice holds every live job in order (every member of a slice sees its job's batch)."""
+        return [batch if rows is None else batch.index_select(0, rows) for rows in self.slice_rows]
 
-    def forward(self, features: torch.Tensor, lengths: tuple[int, ...], dropout: float, training: bool
-                ) -> torch.Tensor:
-        """(P, B, H) -> logits (P, B, C): SentEval's Linear [-> Dropout -> Sigmoid -> Linear], per member;
-        ``lengths[p]`` is member p's number of real rows (the rest is padding)."""
-        hidden = features
-        for depth, (weight, bias) in enumerate(zip(self.weights, self.biases)):
-            if depth > 0:
-                hidden = torch.sigmoid(F.dropout(hidden, p=dropout, training=training))
-            hidden = _StackedAffine.apply(hidden, weight, bias, lengths)
-        return hidden
+    def _forward(self, inputs: list[torch.Tensor], lengths: tuple[int, ...], dropout: float, training: bool,
+                 layers: list[tuple[torch.Tensor, torch.Tensor]] | None = None) -> torch.Tensor:
+        """Logits (M, B, C) of every member on its job's batch: SentEval's Linear [-> Dropout -> Sigmoid -> Linear]
+        per slice, written into one buffer; ``lengths[m]`` is member m's number of real rows."""
+        layers = layers or [(w.detach(), b.detach()) for w, b in zip(self.weights, self.biases)]
+        chunks = []
+        for (_, start, stop), hidden in zip(self.slices, inputs):
+            for depth, (weight, bias) in enumerate(layers):
+                if depth > 0:
+                    hidden = torch.sigmoid(F.dropout(hidden, p=dropout, training=training))
+                affine = _StackedAffine.apply if training and not self.linear else _affine
+                hidden = affine(hidden, weight[start:stop], bias[start:stop], lengths[start:stop])
+            chunks.append(hidden)
+        return chunks[0] if len(chunks) == 1 else torch.cat(chunks)
 
-    def member_state(self, position: int) -> list[torch.Tensor]:
+    def train_step(self, batch: torch.Tensor, batch_labels: torch.Tensor, batch_mask: torch.Tensor,
+                   lengths: tuple[int, ...], dropout: float) -> None:
+        """One optimiser step of every member on its job's batch ((L, B, H) rows, (L, B) labels, (L, B) 0/1 mask of
+        the real rows): the gradient of its mean cross-entropy over its real rows, its L2, its Adam/RMSprop update."""
+        inputs = self._inputs(batch)
+        labels = batch_labels.index_select(0, self.member_rows)  # (M, B)
+        row_weights = batch_mask.index_select(0, self.member_rows)  # (M, B)
+        if self.linear:
+            grads = self._linear_gradients(inputs, labels, row_weights, lengths)
+        else:
+            grads = self._autograd_gradients(inputs, labels, row_weights, lengths, dropout)
+        with torch.no_grad():
+            for l2, start, stop in self.slices:
+                if l2 != 0:  # what the optimiser does for a group's weight_decay, slice by slice
+                    for grad, param in zip(grads, self.parameters()):
+                        grad[start:stop].add_(param[start:stop], alpha=l2)
+        for param, grad in zip(self.parameters(), grads):
+            param.grad = grad
+        self.optimizer.step()
+
+    def _linear_gradients(self, inputs, labels, row_weights, lengths) -> list[torch.Tensor]:
+        """The linear probe's gradients without autograd: :func:`_cross_entropy_logit_gradient`, then
+        ``nn.Linear``'s backward per slice (:func:`_weight_gradient`) and over the stack (:func:`_bias_gradient`)."""
+        logits = self._forward(inputs, lengths, 0.0, True)  # (M, B, C)
+        grad_logits = _cross_entropy_logit_gradient(logits, labels, row_weights)  # (M, B, C)
+        weight = self.weights[0]
+        grad_weight = weight.new_empty(weight.shape)  # (M, C, H)
+        for (_, start, stop), features in zip(self.slices, inputs):
+            torch.bmm(grad_logits[start:stop].transpose(1, 2), features, out=grad_weight[start:stop])
+        return [grad_weight, _bias_gradient(grad_logits, lengths)]
+
+    def _autograd_gradients(self, inputs, labels, row_weights, lengths, dropout) -> list[torch.Tensor]:
+        """The MLP probe's gradients by autograd, on leaf copies of the stacked tensors."""
+        leaves = [param.detach().clone().requires_grad_() for param in self.parameters()]
+        logits = self._forward(inputs, lengths, dropout, True, list(zip(leaves[0::2], leaves[1::2])))
+        per_row = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), reduction="none")
+        # each member's mean over its own rows: padding gets weight 0, the rest 1/length (as SentEval)
+        loss = ((per_row.view(row_weights.shape) * row_weights).sum(dim=1) / row_weights.sum(dim=1)).sum()
+        return list(torch.autograd.grad(loss, leaves))
+
+    @torch.no_grad()
+    def predict(self, batch: torch.Tensor, lengths: tuple[int, ...], dropout: float) -> torch.Tensor:
+        """Predicted class of every member for its job's rows of ``batch`` (L, B, H) -> (M, B)."""
+        return self._forward(self._inputs(batch), lengths, dropout, False).argmax(dim=-1)
+
+    def member_state(self, index: int) -> list[torch.Tensor]:
+        """Detached copies of member ``index``'s weights and biases, layer by layer."""
         state = []
         for weight, bias in zip(self.weights, self.biases):
-            state += [weight[position].detach().clone(), bias[position].detach().clone()]
+            state += [weight[index].detach().clone(), bias[index].detach().clone()]
         return state
+
+    def without(self, stopped: set) -> "_MemberStack | None":
+        """The stack without the ``stopped`` members, every other member's parameters and optimiser state carried
+        over unchanged; ``None`` when none is left."""
+        keep = [index for index, member in enumerate(self.members) if member not in stopped]
+        if not keep:
+            return None
+        index = torch.tensor(keep, dtype=torch.long, device=self.weights[0].device)
+        layers = [(w.detach().index_select(0, index), b.detach().index_select(0, index))
+                  for w, b in zip(self.weights, self.biases)]
+        kept = _MemberStack([self.members[i] for i in keep], [self.l2_values[i] for i in keep], layers,
+                            self.optimizer_name)
+        for old, new in zip(self.parameters(), kept.parameters()):
+            state = self.optimizer.state.get(old, {})
+            if state:
+                kept.optimizer.state[new] = {key: value.index_select(0, index)
+                                             if torch.is_tensor(value) and value.dim() > 0 else value
+                                             for key, value in state.items()}
+        return kept
 
 
 def _fit_lockstep(
@@ -524,8 +647,9 @@ def _fit_lockstep(
 
     Per optimiser step every live job takes its own next batch (its last batch of a pass may be shorter: the rows
     past its end are masked out of its mean loss, so they add exact zeros to its gradients). A member's
-    parameters, Adam moments and step count are its own slice of its partition's tensors; members that have
-    stopped are cut out of the stack (with their optimiser state) and their jobs stop drawing permutations.
+    parameters, Adam moments and step count are its own rows of the stack's tensors (:class:`_MemberStack`);
+    members that have stopped are cut out of the stack (with their optimiser state) and their jobs stop drawing
+    permutations.
     """
     batch_size = config.batch_size
     n_batches = -(-len(jobs[0].train_rows) // batch_size)
@@ -534,14 +658,13 @@ def _fit_lockstep(
     by_l2: dict[float, list[tuple[int, int]]] = {}
     for job, slot in members:
         by_l2.setdefault(float(jobs[job].l2_values[slot]), []).append((job, slot))
-
-    def stacked(count: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        return [(layer.weight.detach().to(device).unsqueeze(0).repeat(count, 1, 1),
-                 layer.bias.detach().to(device).unsqueeze(0).repeat(count, 1)) for layer in linears]
-
-    partitions = [_Partition(l2, group, stacked(len(group))) for l2, group in by_l2.items()]
-    optimizer = make_optimizer(config.optimizer, [
-        {"params": part.parameters(), "weight_decay": part.l2} for part in partitions], foreach=True)
+    members = [member for group in by_l2.values() for member in group]  # ordered by L2 value, then job
+    count = len(members)
+    stack: _MemberStack | None = _MemberStack(
+        members, [float(jobs[job].l2_values[slot]) for job, slot in members],
+        [(layer.weight.detach().to(device).unsqueeze(0).repeat(count, 1, 1),
+          layer.bias.detach().to(device).unsqueeze(0).repeat(count, 1)) for layer in linears],
+        config.optimizer)
 
     validation_rows, validation_mask = _padded_rows([job.validation_rows for job in jobs])
     pad = -validation_rows.shape[1] % batch_size  # score in full-width chunks of batch_size rows, padded
@@ -558,10 +681,9 @@ def _fit_lockstep(
     non_improving = {member: 0 for member in n_slots}
     epochs_run = {member: 0 for member in n_slots}
     passes_done, epoch = 0, 0
-    while partitions and passes_done <= config.max_epoch:
-        live_jobs = sorted({job for part in partitions for job, _ in part.members})
-        for part in partitions:
-            part.locate(live_jobs)
+    while stack is not None and passes_done <= config.max_epoch:
+        live_jobs = sorted({job for job, _ in stack.members})
+        stack.locate(live_jobs)
         for _ in range(config.epoch_size):
             orders = [jobs[job].train_rows[jobs[job].rng.permutation(len(jobs[job].train_rows))] for job in live_jobs]
             n_train = [len(rows) for rows in orders]
@@ -572,47 +694,34 @@ def _fit_lockstep(
             for start in range(0, n_batches * batch_size, batch_size):
                 batch_rows = order[:, start : start + batch_size]  # (L, B): each live job's next batch
                 batch, batch_labels = _gather(features, batch_rows), _gather(labels, batch_rows)  # (L, B, H), (L, B)
-                batch_mask = mask[:, start : start + batch_size]
-                loss = torch.zeros((), device=device)
-                for part in partitions:
-                    weights = part.select(batch_mask)  # (P, B)
-                    lengths = tuple(min(batch_size, n_train[position] - start) for position in part.positions)
-                    logits = part.forward(part.select(batch), lengths, config.dropout, True)  # (P, B, C)
-                    per_row = F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
-                                              part.select(batch_labels).reshape(-1), reduction="none")
-                    # each member's mean over its own rows: padding gets weight 0, the rest 1/length (as SentEval)
-                    loss = loss + ((per_row.view(weights.shape) * weights).sum(dim=1) / weights.sum(dim=1)).sum()
-                optimizer.zero_grad()
-                loss.backward()
-                optimizer.step()
+                lengths = tuple(min(batch_size, n_train[position] - start) for position in stack.positions)
+                stack.train_step(batch, batch_labels, mask[:, start : start + batch_size], lengths, config.dropout)
         passes_done += config.epoch_size
         epoch += 1
         stopped = set()
         with torch.no_grad(), torch.profiler.record_function(EVALUATION_SCOPE):
             live = torch.tensor(live_jobs, dtype=torch.long, device=device)
             rows = validation_rows_t.index_select(0, live)  # (L, V): each live job's validation rows, padded
-            predictions: list[list[torch.Tensor]] = [[] for _ in partitions]
+            chunks = []
             for start in range(0, rows.shape[1], batch_size):
                 batch = _gather(features, rows[:, start : start + batch_size])  # (L, B, H)
-                for part, chunks in zip(partitions, predictions):
-                    lengths = tuple(min(batch_size, validation_counts[job] - start) for job, _ in part.members)
-                    chunks.append(part.forward(part.select(batch), lengths, config.dropout, False).argmax(dim=-1))
-            truth, real = _gather(labels, rows), validation_mask_t.index_select(0, live)  # (L, V), (L, V)
-            for part, chunks in zip(partitions, predictions):
-                hits = (torch.cat(chunks, dim=1) == part.select(truth)).float() * part.select(real)
-                correct = hits.sum(dim=1).round().long().tolist()
-                for position, member in enumerate(part.members):
-                    accuracy = correct[position] / validation_counts[member[0]]
-                    epochs_run[member] = epoch
-                    if accuracy > best_accuracy[member]:
-                        best_accuracy[member], best_epoch[member] = accuracy, epoch
-                        best_state[member] = part.member_state(position)
-                    elif non_improving[member] >= config.tenacity:
-                        stopped.add(member)
-                    else:
-                        non_improving[member] += 1
+                lengths = tuple(min(batch_size, validation_counts[job] - start) for job, _ in stack.members)
+                chunks.append(stack.predict(batch, lengths, config.dropout))  # (M, B)
+            truth = _gather(labels, rows).index_select(0, stack.member_rows)  # (M, V)
+            real = validation_mask_t.index_select(0, live).index_select(0, stack.member_rows)  # (M, V)
+            correct = ((torch.cat(chunks, dim=1) == truth).float() * real).sum(dim=1).round().long().tolist()
+            for index, member in enumerate(stack.members):
+                accuracy = correct[index] / validation_counts[member[0]]
+                epochs_run[member] = epoch
+                if accuracy > best_accuracy[member]:
+                    best_accuracy[member], best_epoch[member] = accuracy, epoch
+                    best_state[member] = stack.member_state(index)
+                elif non_improving[member] >= config.tenacity:
+                    stopped.add(member)
+                else:
+                    non_improving[member] += 1
         if stopped:
-            partitions, optimizer = _without_members(partitions, optimizer, stopped, config)
+            stack = stack.without(stopped)
     return [
         [TrainedProbe(probe_from_state(best_state[(job, slot)], config.hidden_dim, config.dropout), device,
                       batch_size, float(prepared.l2_values[slot]), best_accuracy[(job, slot)],
@@ -620,35 +729,6 @@ def _fit_lockstep(
          for slot in range(len(prepared.l2_values))]
         for job, prepared in enumerate(jobs)
     ]
-
-
-def _without_members(
-    partitions: list[_Partition], optimizer: torch.optim.Optimizer, stopped: set, config: ProbeConfig
-) -> tuple[list[_Partition], torch.optim.Optimizer]:
-    """Cut stopped members out of the stack, carrying every remaining member's optimiser state over unchanged."""
-    kept_partitions, states = [], []
-    for part in partitions:
-        keep = [position for position, member in enumerate(part.members) if member not in stopped]
-        if not keep:
-            continue
-        index = torch.tensor(keep, dtype=torch.long, device=part.jobs.device)
-        layers = [(w.detach().index_select(0, index).clone(), b.detach().index_select(0, index).clone())
-                  for w, b in zip(part.weights, part.biases)]
-        new = _Partition(part.l2, [part.members[position] for position in keep], layers)
-        for old_param, new_param in zip(part.parameters(), new.parameters()):
-            state = optimizer.state.get(old_param, {})
-            states.append((new_param, {key: value.index_select(0, index).clone()
-                                       if torch.is_tensor(value) and value.dim() > 0 else value
-                                       for key, value in state.items()}))
-        kept_partitions.append(new)
-    new_optimizer = make_optimizer(config.optimizer, [
-        {"params": part.parameters(), "weight_decay": part.l2} for part in kept_partitions], foreach=True) \
-        if kept_partitions \
-        else optimizer
-    for param, state in states:
-        if state:
-            new_optimizer.state[param] = state
-    return kept_partitions, new_optimizer
 
 
 def fit_probe_grid(
