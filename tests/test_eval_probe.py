@@ -193,6 +193,40 @@ def test_lockstep_at_the_papers_widths_is_bit_for_bit_separate_senteval_fits(dim
 
 
 @pytest.mark.heavy
+def test_stopped_probes_kept_as_ghosts_or_cut_out_leave_every_other_probe_bit_for_bit(monkeypatch):
+    """L2 values far apart stop a job's probes at different epochs: a stopped probe stays in its slice as a ghost
+    (trained on, no longer scored) while the slice stays whole and half live, and the slice is cut down to its live
+    probes once it is not. Both happen here (the spy checks), and every probe still equals its plain fit."""
+    import dataclasses
+
+    from sentrepro.evaluation import probe
+
+    seen = {"ghosts": 0, "whole_to_cut": 0}
+    original = probe._MemberStack.without
+
+    def spy(stack, stopped):
+        stack.locate()
+        whole_before = [rows is None for rows in stack.slice_rows]
+        kept = original(stack, stopped)
+        if kept is not None:
+            kept.locate()
+            seen["ghosts"] = max(seen["ghosts"], sum(not alive for alive in kept.alive))
+            if len(kept.slice_rows) == len(whole_before):
+                seen["whole_to_cut"] += sum(before and rows is not None
+                                            for before, rows in zip(whole_before, kept.slice_rows))
+        return kept
+
+    monkeypatch.setattr(probe._MemberStack, "without", spy)
+    config = dataclasses.replace(PROBE_MODES["test"], l2_grid=(1e-5, 0.03, 0.3, 3.0), tenacity=1)
+    X, y = blobs(80, 2, 8, separation=0.7, seed=3)
+    rng = np.random.RandomState(3)
+    permutations = [rng.permutation(len(X)) for _ in range(12)]
+    jobs = [ProbeJob(order[:130], order[130:], config.l2_grid) for order in permutations]
+    assert_lockstep_equals_plain_fits(X, y, jobs, 2, config)
+    assert seen["ghosts"] >= 2 and seen["whole_to_cut"] >= 1, seen
+
+
+@pytest.mark.heavy
 def test_mlp_probes_in_lockstep_are_bit_for_bit_separate_senteval_fits():
     """SentEval's one-hidden-layer MLP (the "+ MLP" rows), several jobs and L2 values in one stack with members
     stopping at different epochs, equals the plain one-at-a-time fits bit for bit."""

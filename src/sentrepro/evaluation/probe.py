@@ -426,25 +426,25 @@ def _padded_rows(row_sets: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray
     return matrix, mask
 
 
-def _affine(features: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, lengths: tuple[int, ...]
+def _affine(features: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, lengths: tuple[int, ...] | None
             ) -> torch.Tensor:
     """``bias + x @ Wᵀ`` for P members at once, (P, B, in) -> (P, B, out), with ``nn.Linear``'s bits.
 
-    Rows past a member's ``length`` are padding. ``baddbmm`` over the padded width gives ``addmm``'s values row
-    for row (measured), except for a member with a single real row, for which ``addmm`` takes another path: that
-    row is computed by ``addmm`` itself.
+    Rows past a member's ``length`` are padding (``lengths=None``: every row is real). ``baddbmm`` over the padded
+    width gives ``addmm``'s values row for row (measured), except for a member with a single real row, for which
+    ``addmm`` takes another path: that row is computed by ``addmm`` itself.
     """
     out = torch.baddbmm(bias.unsqueeze(1), features, weight.transpose(1, 2))
-    for position in (p for p, length in enumerate(lengths) if length == 1):
+    for position in (p for p, length in enumerate(lengths or ()) if length == 1):
         out[position, :1] = torch.addmm(bias[position], features[position, :1], weight[position].t())
     return out
 
 
-def _bias_gradient(grad: torch.Tensor, lengths: tuple[int, ...]) -> torch.Tensor:
-    """(P, B, out) -> (P, out): each member's sum over its own real rows, as ``nn.Linear``'s backward sums its
-    batch (a sum over the zero-padded width rounds differently for some lengths)."""
+def _bias_gradient(grad: torch.Tensor, lengths: tuple[int, ...] | None) -> torch.Tensor:
+    """(P, B, out) -> (P, out): each member's sum over its own real rows (``lengths=None``: all B), as
+    ``nn.Linear``'s backward sums its batch (a sum over the zero-padded width rounds differently for some lengths)."""
     width = grad.shape[1]
-    if all(length == width for length in lengths):
+    if lengths is None or all(length == width for length in lengths):
         return grad.sum(dim=1)
     grad_bias = grad.new_empty(grad.shape[0], grad.shape[2])
     for length in set(lengths):
@@ -503,23 +503,29 @@ def _weight_gradient(features: torch.Tensor, grad: torch.Tensor) -> torch.Tensor
 
 
 class _MemberStack:
-    """Every live probe of a lockstep group as one stack: per layer one weight tensor (M, out, in) and one bias
-    tensor (M, out), the members ordered by L2 value so that each L2 value's members are one contiguous slice.
+    """Every probe of a lockstep group as one stack: per layer one weight tensor (M, out, in) and one bias tensor
+    (M, out), the rows ordered by L2 value so that each L2 value's rows are one contiguous slice.
 
-    One optimiser over the two (or four) stacked tensors, with ``weight_decay`` 0: each slice's L2 is added to its
-    gradient by the ``add(param, alpha=l2)`` call torch's Adam/RMSprop make for a group's ``weight_decay``
-    (SentEval sets the L2 that way), so every element sees the same operations as in a separate fit. A member's
-    parameters, Adam moments and step count are its own rows of these tensors. The element-wise work of a step
-    (cross-entropy and its gradient, bias gradient, optimiser) runs once over the whole stack; only the matrix
-    products run per slice, because each must have ``nn.Linear``'s shapes to have its bits.
+    One optimiser over the stacked tensors, with ``weight_decay`` 0: each slice's L2 is added to its gradient by the
+    ``add(param, alpha=l2)`` call torch's Adam/RMSprop make for a group's ``weight_decay`` (SentEval sets the L2 that
+    way), so every element sees the same operations as in a separate fit. A probe's parameters, Adam moments and
+    step count are its own row of these tensors. The element-wise work of a step (cross-entropy and its gradient,
+    bias gradient, optimiser) runs once over the whole stack; only the matrix products run per slice, because
+    each must have ``nn.Linear``'s shapes to have its bits.
+
+    A slice that holds a row for every live job, in job order, reads the step's gathered batch as it is; any
+    other slice needs its own copy of its jobs' rows, which costs about as much as training a row. So a probe that
+    stops stays in its slice as a *ghost* (trained on, never scored again: its kept weights are already copied
+    out) while its job still trains other probes and at least half of the slice's rows are live; otherwise the
+    stopped rows are cut out. Rows are independent, so a ghost changes no live probe's numbers.
     """
 
-    def __init__(self, members: list[tuple[int, int]], l2_values: list[float],
+    def __init__(self, members: list[tuple[int, int]], l2_values: list[float], alive: list[bool],
                  layers: list[tuple[torch.Tensor, torch.Tensor]], optimizer: str) -> None:
-        self.members, self.l2_values = members, l2_values  # per member: (job, L2 slot) and its L2
+        self.members, self.l2_values, self.alive = members, l2_values, alive  # per row: (job, L2 slot), L2, scored?
         self.weights = [nn.Parameter(weight) for weight, _ in layers]  # (M, out, in)
         self.biases = [nn.Parameter(bias) for _, bias in layers]  # (M, out)
-        self.slices: list[tuple[float, int, int]] = []  # (L2, start, stop): the members with that L2
+        self.slices: list[tuple[float, int, int]] = []  # (L2, start, stop): the rows with that L2
         for index, l2 in enumerate(l2_values):
             if self.slices and self.slices[-1][0] == l2:
                 self.slices[-1] = (l2, self.slices[-1][1], index + 1)
@@ -528,45 +534,46 @@ class _MemberStack:
         self.optimizer_name = optimizer
         self.optimizer = make_optimizer(optimizer, self.parameters(), foreach=True)
         self.linear = len(layers) == 1
+        self.live_jobs = sorted({job for (job, _), live in zip(members, alive) if live})
 
     def parameters(self) -> list[nn.Parameter]:
         return [tensor for pair in zip(self.weights, self.biases) for tensor in pair]
 
-    def locate(self, live_jobs: list[int]) -> None:
-        """Find the members' jobs among ``live_jobs`` (the jobs of this epoch's gathered batches, in order)."""
-        position = {job: index for index, job in enumerate(live_jobs)}
+    def locate(self) -> None:
+        """Find the rows' jobs among :attr:`live_jobs` (the jobs of the gathered batches, in order)."""
+        position = {job: index for index, job in enumerate(self.live_jobs)}
         self.positions = [position[job] for job, _ in self.members]
         device = self.weights[0].device
         self.member_rows = torch.tensor(self.positions, dtype=torch.long, device=device)  # (M,)
-        everyone = list(range(len(live_jobs)))
+        everyone = list(range(len(self.live_jobs)))
         self.slice_rows = [None if self.positions[start:stop] == everyone
                            else torch.tensor(self.positions[start:stop], dtype=torch.long, device=device)
                            for _, start, stop in self.slices]
 
     def _inputs(self, batch: torch.Tensor) -> list[torch.Tensor]:
-        """Each slice's members' rows of a batch stacked over the live jobs: (L, B, H) -> [(P, B, H)], a view when a
-        slice holds every live job in order (every member of a slice sees its job's batch)."""
+        """Each slice's rows of a batch stacked over the live jobs: (L, B, H) -> [(P, B, H)], a view when the slice
+        holds every live job in order."""
         return [batch if rows is None else batch.index_select(0, rows) for rows in self.slice_rows]
 
-    def _forward(self, inputs: list[torch.Tensor], lengths: tuple[int, ...], dropout: float, training: bool,
+    def _forward(self, inputs: list[torch.Tensor], lengths: tuple[int, ...] | None, dropout: float, training: bool,
                  layers: list[tuple[torch.Tensor, torch.Tensor]] | None = None) -> torch.Tensor:
-        """Logits (M, B, C) of every member on its job's batch: SentEval's Linear [-> Dropout -> Sigmoid -> Linear]
-        per slice, written into one buffer; ``lengths[m]`` is member m's number of real rows."""
+        """Logits (M, B, C) of every row on its job's batch: SentEval's Linear [-> Dropout -> Sigmoid -> Linear] per
+        slice; ``lengths[m]`` is row m's number of real rows of the batch (``None``: all of them)."""
         layers = layers or [(w.detach(), b.detach()) for w, b in zip(self.weights, self.biases)]
+        affine = _StackedAffine.apply if training and not self.linear else _affine
         chunks = []
         for (_, start, stop), hidden in zip(self.slices, inputs):
             for depth, (weight, bias) in enumerate(layers):
                 if depth > 0:
                     hidden = torch.sigmoid(F.dropout(hidden, p=dropout, training=training))
-                affine = _StackedAffine.apply if training and not self.linear else _affine
-                hidden = affine(hidden, weight[start:stop], bias[start:stop], lengths[start:stop])
+                hidden = affine(hidden, weight[start:stop], bias[start:stop], lengths and lengths[start:stop])
             chunks.append(hidden)
         return chunks[0] if len(chunks) == 1 else torch.cat(chunks)
 
     def train_step(self, batch: torch.Tensor, batch_labels: torch.Tensor, batch_mask: torch.Tensor,
-                   lengths: tuple[int, ...], dropout: float) -> None:
-        """One optimiser step of every member on its job's batch ((L, B, H) rows, (L, B) labels, (L, B) 0/1 mask of
-        the real rows): the gradient of its mean cross-entropy over its real rows, its L2, its Adam/RMSprop update."""
+                   lengths: tuple[int, ...] | None, dropout: float) -> None:
+        """One optimiser step of every row on its job's batch ((L, B, H) rows, (L, B) labels, (L, B) 0/1 mask of the
+        real rows): the gradient of its mean cross-entropy over its real rows, its L2, its Adam/RMSprop update."""
         inputs = self._inputs(batch)
         labels = batch_labels.index_select(0, self.member_rows)  # (M, B)
         row_weights = batch_mask.index_select(0, self.member_rows)  # (M, B)
@@ -599,33 +606,42 @@ class _MemberStack:
         leaves = [param.detach().clone().requires_grad_() for param in self.parameters()]
         logits = self._forward(inputs, lengths, dropout, True, list(zip(leaves[0::2], leaves[1::2])))
         per_row = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), reduction="none")
-        # each member's mean over its own rows: padding gets weight 0, the rest 1/length (as SentEval)
+        # each row's mean over its own batch rows: padding gets weight 0, the rest 1/length (as SentEval)
         loss = ((per_row.view(row_weights.shape) * row_weights).sum(dim=1) / row_weights.sum(dim=1)).sum()
         return list(torch.autograd.grad(loss, leaves))
 
     @torch.no_grad()
-    def predict(self, batch: torch.Tensor, lengths: tuple[int, ...], dropout: float) -> torch.Tensor:
-        """Predicted class of every member for its job's rows of ``batch`` (L, B, H) -> (M, B)."""
+    def predict(self, batch: torch.Tensor, lengths: tuple[int, ...] | None, dropout: float) -> torch.Tensor:
+        """Predicted class of every row for its job's rows of ``batch`` (L, B, H) -> (M, B)."""
         return self._forward(self._inputs(batch), lengths, dropout, False).argmax(dim=-1)
 
     def member_state(self, index: int) -> list[torch.Tensor]:
-        """Detached copies of member ``index``'s weights and biases, layer by layer."""
+        """Detached copies of row ``index``'s weights and biases, layer by layer."""
         state = []
         for weight, bias in zip(self.weights, self.biases):
             state += [weight[index].detach().clone(), bias[index].detach().clone()]
         return state
 
     def without(self, stopped: set) -> "_MemberStack | None":
-        """The stack without the ``stopped`` members, every other member's parameters and optimiser state carried
-        over unchanged; ``None`` when none is left."""
-        keep = [index for index, member in enumerate(self.members) if member not in stopped]
-        if not keep:
+        """The stack after the ``stopped`` probes stop: each slice keeps them as ghosts while it stays whole (a row
+        for every live job, at least half of them live), else drops every stopped row; the jobs with no live probe
+        left drop out. Every kept row's parameters and optimiser state are carried over unchanged; ``None`` when no
+        probe is left."""
+        alive = [live and member not in stopped for member, live in zip(self.members, self.alive)]
+        live_jobs = {job for (job, _), live in zip(self.members, alive) if live}
+        if not live_jobs:
             return None
+        keep = []
+        for _, start, stop in self.slices:
+            rows = [index for index in range(start, stop) if self.members[index][0] in live_jobs]
+            n_live = sum(alive[index] for index in rows)
+            whole = [self.members[index][0] for index in rows] == sorted(live_jobs)  # a slice's rows are in job order
+            keep += rows if whole and 2 * n_live >= len(rows) else [index for index in rows if alive[index]]
         index = torch.tensor(keep, dtype=torch.long, device=self.weights[0].device)
         layers = [(w.detach().index_select(0, index), b.detach().index_select(0, index))
                   for w, b in zip(self.weights, self.biases)]
-        kept = _MemberStack([self.members[i] for i in keep], [self.l2_values[i] for i in keep], layers,
-                            self.optimizer_name)
+        kept = _MemberStack([self.members[i] for i in keep], [self.l2_values[i] for i in keep],
+                            [alive[i] for i in keep], layers, self.optimizer_name)
         for old, new in zip(self.parameters(), kept.parameters()):
             state = self.optimizer.state.get(old, {})
             if state:
@@ -661,7 +677,7 @@ def _fit_lockstep(
     members = [member for group in by_l2.values() for member in group]  # ordered by L2 value, then job
     count = len(members)
     stack: _MemberStack | None = _MemberStack(
-        members, [float(jobs[job].l2_values[slot]) for job, slot in members],
+        members, [float(jobs[job].l2_values[slot]) for job, slot in members], [True] * count,
         [(layer.weight.detach().to(device).unsqueeze(0).repeat(count, 1, 1),
           layer.bias.detach().to(device).unsqueeze(0).repeat(count, 1)) for layer in linears],
         config.optimizer)
@@ -682,11 +698,12 @@ def _fit_lockstep(
     epochs_run = {member: 0 for member in n_slots}
     passes_done, epoch = 0, 0
     while stack is not None and passes_done <= config.max_epoch:
-        live_jobs = sorted({job for job, _ in stack.members})
-        stack.locate(live_jobs)
+        live_jobs = stack.live_jobs
+        stack.locate()
         for _ in range(config.epoch_size):
             orders = [jobs[job].train_rows[jobs[job].rng.permutation(len(jobs[job].train_rows))] for job in live_jobs]
             n_train = [len(rows) for rows in orders]
+            full_batches = min(n_train) // batch_size  # the steps on which every live job has a full batch
             order, mask = _padded_rows(orders)
             pad = n_batches * batch_size - order.shape[1]
             order = torch.from_numpy(np.pad(order, ((0, 0), (0, pad)))).to(device)  # (L, n_batches * B)
@@ -694,7 +711,8 @@ def _fit_lockstep(
             for start in range(0, n_batches * batch_size, batch_size):
                 batch_rows = order[:, start : start + batch_size]  # (L, B): each live job's next batch
                 batch, batch_labels = _gather(features, batch_rows), _gather(labels, batch_rows)  # (L, B, H), (L, B)
-                lengths = tuple(min(batch_size, n_train[position] - start) for position in stack.positions)
+                lengths = None if start < full_batches * batch_size else tuple(
+                    min(batch_size, n_train[position] - start) for position in stack.positions)
                 stack.train_step(batch, batch_labels, mask[:, start : start + batch_size], lengths, config.dropout)
         passes_done += config.epoch_size
         epoch += 1
@@ -711,6 +729,8 @@ def _fit_lockstep(
             real = validation_mask_t.index_select(0, live).index_select(0, stack.member_rows)  # (M, V)
             correct = ((torch.cat(chunks, dim=1) == truth).float() * real).sum(dim=1).round().long().tolist()
             for index, member in enumerate(stack.members):
+                if not stack.alive[index]:  # a ghost: stopped, its kept weights already copied out
+                    continue
                 accuracy = correct[index] / validation_counts[member[0]]
                 epochs_run[member] = epoch
                 if accuracy > best_accuracy[member]:
