@@ -205,11 +205,9 @@ def test_stopped_probes_kept_as_ghosts_or_cut_out_leave_every_other_probe_bit_fo
     original = probe._MemberStack.without
 
     def spy(stack, stopped):
-        stack.locate()
         whole_before = [rows is None for rows in stack.slice_rows]
         kept = original(stack, stopped)
         if kept is not None:
-            kept.locate()
             seen["ghosts"] = max(seen["ghosts"], sum(not alive for alive in kept.alive))
             if len(kept.slice_rows) == len(whole_before):
                 seen["whole_to_cut"] += sum(before and rows is not None

@@ -25,7 +25,8 @@ Speed: SentEval trains the probes of a fold grid one after another; they are ind
 Jobs with the same number of batches per pass step in lockstep, as one stack of
 probes (:class:`_MemberStack`); each probe has its own batches (its job's permutation), its own L2 (added to its
 gradient by the call torch's optimiser makes for ``weight_decay``, as SentEval sets it), its own Adam state and its
-own early stopping, and stopped probes are cut out of the stack. Each step gathers the live jobs' batches once
+own early stopping, and stopped probes leave the stack (or stay as unscored ghosts while that spares a copy of
+their batch, see :class:`_MemberStack`). Each step gathers the live jobs' batches once
 (one ``index_select``: a job's probes of every L2 value read the same rows). The linear probe's gradients are
 written out with the kernels autograd would run (:func:`_cross_entropy_logit_gradient`); the matrix products run
 per L2 value with ``nn.Linear``'s own shapes, everything element-wise once over the stack. The result is
@@ -235,8 +236,8 @@ def probe_from_state(state: list[torch.Tensor], hidden_dim: int, dropout: float)
 
 
 def make_optimizer(name: str, params, foreach: bool | None = None) -> torch.optim.Optimizer:
-    """SentEval's optimiser (Adam lr 1e-3 or RMSprop lr 1e-2) over ``params`` (tensors, or groups that set their
-    own ``weight_decay``). ``foreach=True`` runs each update as one call per group instead of one per tensor: on the
+    """SentEval's optimiser (Adam lr 1e-3 or RMSprop lr 1e-2) over ``params``, without weight decay (the callers add
+    each probe's L2 to its gradients). ``foreach=True`` runs each update as one call per group instead of one per tensor: on the
     CPU torch loops the same per-tensor kernels in C++, so every element is updated by the same operations."""
     learning_rate = OPTIMIZER_LEARNING_RATES[name]
     if name == "adam":
@@ -491,15 +492,16 @@ def _cross_entropy_logit_gradient(logits: torch.Tensor, labels: torch.Tensor, ro
     return grad.view(n_members, width, n_classes)
 
 
-def _weight_gradient(features: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
-    """Per member ``gradᵀ @ features``: (P, B, in), (P, B, out) -> (P, out, in), the call ``nn.Linear`` makes.
+def _weight_gradient(features: torch.Tensor, grad: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """Per member ``gradᵀ @ features``: (P, B, in), (P, B, out) -> (P, out, in), the call ``nn.Linear`` makes
+    (written into ``out`` when given: a slice of the stack's gradient).
 
     ``nn.Linear`` computes ``addmm(bias, x, weight.t())``; autograd's ``mm_mat2_backward`` sees that
     ``weight.t()`` is column-major and forms its gradient as ``(gradᵀ @ x)ᵀ``, so ``weight.grad`` is
     ``gradᵀ @ x``: this product, one ``mm`` per member. (The other orientation, ``(xᵀ @ grad)ᵀ``, sums the same
     products in another order for six classes, measured on MKL, and is five times slower for two.)
     """
-    return grad.transpose(1, 2).bmm(features)
+    return torch.bmm(grad.transpose(1, 2), features, out=out)
 
 
 class _MemberStack:
@@ -535,12 +537,14 @@ class _MemberStack:
         self.optimizer = make_optimizer(optimizer, self.parameters(), foreach=True)
         self.linear = len(layers) == 1
         self.live_jobs = sorted({job for (job, _), live in zip(members, alive) if live})
+        self.locate()
 
     def parameters(self) -> list[nn.Parameter]:
         return [tensor for pair in zip(self.weights, self.biases) for tensor in pair]
 
     def locate(self) -> None:
-        """Find the rows' jobs among :attr:`live_jobs` (the jobs of the gathered batches, in order)."""
+        """Find the rows' jobs among :attr:`live_jobs` (the jobs of the gathered batches, in order); a stack's live
+        jobs are fixed for its life, so this runs once, when it is built."""
         position = {job: index for index, job in enumerate(self.live_jobs)}
         self.positions = [position[job] for job, _ in self.members]
         device = self.weights[0].device
@@ -598,7 +602,7 @@ class _MemberStack:
         weight = self.weights[0]
         grad_weight = weight.new_empty(weight.shape)  # (M, C, H)
         for (_, start, stop), features in zip(self.slices, inputs):
-            torch.bmm(grad_logits[start:stop].transpose(1, 2), features, out=grad_weight[start:stop])
+            _weight_gradient(features, grad_logits[start:stop], out=grad_weight[start:stop])
         return [grad_weight, _bias_gradient(grad_logits, lengths)]
 
     def _autograd_gradients(self, inputs, labels, row_weights, lengths, dropout) -> list[torch.Tensor]:
@@ -664,7 +668,8 @@ def _fit_lockstep(
     Per optimiser step every live job takes its own next batch (its last batch of a pass may be shorter: the rows
     past its end are masked out of its mean loss, so they add exact zeros to its gradients). A member's
     parameters, Adam moments and step count are its own rows of the stack's tensors (:class:`_MemberStack`);
-    members that have stopped are cut out of the stack (with their optimiser state) and their jobs stop drawing
+    members that have stopped are cut out of the stack with their optimiser state, or kept as unscored ghosts while
+    that spares a copy of their job's batch (:meth:`_MemberStack.without`); jobs with no live member stop drawing
     permutations.
     """
     batch_size = config.batch_size
@@ -699,7 +704,6 @@ def _fit_lockstep(
     passes_done, epoch = 0, 0
     while stack is not None and passes_done <= config.max_epoch:
         live_jobs = stack.live_jobs
-        stack.locate()
         for _ in range(config.epoch_size):
             orders = [jobs[job].train_rows[jobs[job].rng.permutation(len(jobs[job].train_rows))] for job in live_jobs]
             n_train = [len(rows) for rows in orders]
