@@ -56,7 +56,7 @@ def base_config() -> dict:
 
 def only_blocks(blocks: dict) -> dict:
     """An overlay's ``matrix`` that runs exactly ``blocks``: every named block of config.yaml removed
-    (``<name>: null``), then ``blocks`` (README, "Config layers")."""
+    (``<name>: null``), then ``blocks`` (docs/configuration.md, "Config layers")."""
     return {**{name: None for name in base_config()["matrix"]}, **blocks}
 
 

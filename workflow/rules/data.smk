@@ -10,6 +10,9 @@ include: "inputs/data.smk"
 
 
 rule fixture:
+    """A synthetic data set generated in its upstream format (offline demo and tests): the folder holds the files
+    a `fixture://<generator>/<file>` source URL names, e.g. a `senteval.tar` in SimCSE's layout, the 8 short-
+    text clustering files, a WOS-style zip. Every table cell computed from it is labelled synthetic."""
     output:
         directory(f"{FIXTURES}/{{generator}}"),
     wildcard_constraints:
@@ -27,6 +30,10 @@ rule fixture:
 
 
 rule download:
+    """`download.json` records one data source's download: the URL (or mirror path) it came from, the file(s)
+    fetched, each file's sha256 as verified against the config's pin (or recorded on first use, with
+    `.<file>.first-use.sha256` beside it) and provenance. The downloaded file(s) lie beside it in the same
+    folder."""
     input:
         fixture_inputs,
     output:
@@ -47,6 +54,10 @@ rule download:
 
 
 rule prepare_dataset:
+    """The prepared tree of a source (extracted or staged under `files/` beside these records). `MANIFEST.json`
+    lists every file with its size and sha256, the download record and provenance; every job that reads the
+    source hashes its files against it. `CONTENT.json` is the content stamp the plan compares with the files
+    at every load (a changed file reruns what read it)."""
     input:
         download_record_for,
     output:
@@ -68,6 +79,10 @@ rule prepare_dataset:
 
 
 rule check_dataset:
+    """`CHECKED.json`: every data set of the source parsed with the evaluation's own parsers, per task the counts
+    (compared with the documented ones unless the source is synthetic), classes, the STS text variant and
+    provenance. Every evaluation takes it as input, so a malformed line stops the workflow here with
+    `file:line`."""
     input:
         manifest=lambda w: manifest(w.source),
         stamp=lambda w: data_stamp(w.source),
@@ -88,6 +103,9 @@ rule check_dataset:
 
 
 rule prepare_corpus:
+    """`sentences.txt`: the unsupervised training corpus, one sentence per line (cut by `corpus.line_split`, at
+    most `corpus.max_sentences`). `sentences.txt.json`: its record (source manifest, line rule, counts under
+    both line rules, sha256, provenance)."""
     input:
         manifest=lambda w: manifest(config["corpus"]["source"]),
         stamp=lambda w: data_stamp(config["corpus"]["source"]),

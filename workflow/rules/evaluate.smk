@@ -10,6 +10,10 @@ include: "inputs/evaluate.smk"
 for _suite, _entry in SUITE_ENTRIES.items():
 
     rule:
+        """One metrics file per (run, suite): `results[<column>]` holds each score (`reported` is what a table
+        cell shows), with `aggregation`, `data` (source, synthetic), `subset` (a `max_samples` draw),
+        `encoded_sentences` and provenance. STS suites also keep `<suite>.pairs.npz`, every scored pair's
+        cosine and gold score, which the verdicts resample."""
         name:
             f"evaluate_{_suite}"
         input:

@@ -12,6 +12,9 @@ include: "inputs/export.smk"
 
 
 rule export:
+    """A finished run as a sentence-transformers folder: the evaluated weights (hard links to `best/` or the
+    backbone snapshot), the project's embedding code, `mteb/<Task>.json` (MTEB result files of its STS scores)
+    and `sentrepro_export.json`, the record listing each file's sha256 and what it is linked to."""
     input:
         unpack(export_inputs),
     output:
@@ -37,6 +40,9 @@ rule export:
 
 
 rule export_card:
+    """The exported folder's model card: `README.md` (Hub metadata with a `model-index` of the STS results,
+    settings, our numbers beside the paper's, the verdicts about the row, provenance) and
+    `sentrepro_card.json`, its record (the table cells and verdict rows it quotes)."""
     input:
         unpack(export_card_inputs),
     output:

@@ -6,6 +6,8 @@ include: "inputs/figures.smk"
 
 
 rule figure:
+    """A paper figure drawn from one suite's metrics files over every run that has them: `<figure>.png` and
+    `<figure>.pdf`, and `<figure>.json` listing the metrics files drawn with their sha256."""
     input:
         figure_metrics,
     output:

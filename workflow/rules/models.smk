@@ -10,6 +10,10 @@ include: "inputs/models.smk"
 
 
 rule fetch_model:
+    """One backbone snapshot: the model's files (config, tokenizer, weights) in the same folder; `MANIFEST.json`
+    names the repository, commit and origin and lists each file's role, size and sha256; `CONTENT.json` is its
+    content stamp. Beside the snapshot: `.<snapshot>.lock.json` (the hashes a refetch must reproduce),
+    `.unpinned.lock.json` for a backbone fetched without a pinned revision."""
     output:
         manifest=f"{RES}/models/{{backbone}}/{{snapshot}}/MANIFEST.json",
         # the content stamp the jobs reading the snapshot take as input (sentrepro.records.integrity; content_stamp)

@@ -6,6 +6,11 @@ include: "inputs/report.smk"
 
 
 rule table:
+    """One paper table, ours beside the published numbers: `.md`, `.tex` and `.html` (caption included:
+    statistic, like-with-like notes, stand-in and synthetic labels), `.csv` in long format
+    (`table,row,column,value,std,n,reported,provenance`; each cell's provenance names its metrics files with
+    their sha256, what `sentrepro audit` follows) and `.seeds.csv` with every seed's number, to recompute
+    either statistic."""
     input:
         metrics=table_metrics,
     output:
@@ -40,6 +45,9 @@ rule table:
 
 # The demo's closing table (demo_summary.enabled): each trained run on real STS-B test, before -> after.
 rule demo_summary:
+    """The demo's closing table: per trained run, STS-B test before (the step-0 model) and after training, the
+    change, training steps and time, and the paper's number as context only. `.md`, `.html`, and `.csv` in the
+    tables' long format (auditable)."""
     input:
         train=lambda w: [summary_run(r)["train"] for r in summary_runs()],
         before=lambda w: [summary_run(r)["before"] for r in summary_runs()],

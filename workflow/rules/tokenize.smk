@@ -4,6 +4,10 @@ include: "inputs/tokenize.smk"
 
 
 rule tokenize:
+    """The corpus tokenized once per tokenizer: `ids.npy` (every sentence's token ids concatenated) and
+    `offsets.npy` (the sentence boundaries), memory-mapped by every training run of a backbone with this
+    `tokenizer` name, beside `tokenized.json`, which records the tokenizer's backbone MANIFEST, its
+    vocabulary's sha256, the files with their sha256, counts and provenance."""
     input:
         corpus=f"{RES}/corpus/{{corpus}}/sentences.txt",
         model=lambda w: model_manifest(tokenizer_backbone(w.tokenizer)),

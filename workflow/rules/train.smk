@@ -5,6 +5,12 @@ include: "inputs/train.smk"
 
 
 rule train:
+    """`train.json`: the training summary of one backbone x method x seed run: the resolved training slice
+    (precision configured, used and the authors'), the STS-B dev history (step 0 included), the selected step,
+    the files of `best/` with their sha256, and provenance. Beside it: `best/` (the checkpoint selected on
+    STS-B dev, which every evaluation loads), `last/` while the run is unfinished (resumable state, removed
+    once `best/` is verified unless `training.keep_resume_state`), and `unreadable/` for a checkpoint that
+    could not be read."""
     input:
         tokenized=lambda w: training_tokenized_record(w.backbone, w.method),
         dev=lambda w: manifest(config["training"]["dev_source"]),

@@ -6,6 +6,10 @@ include: "inputs/verdicts.smk"
 
 
 rule verdicts:
+    """Does each published claim hold? `verdicts.md`/`.html` (the page: claims grouped by paper and table,
+    verdict badges, notes, the forest plot), `verdicts.csv` (one row per claim: sides, statistic, intervals,
+    verdict, magnitude, Holm), `verdicts.cells.csv` (every reproduced cell against the paper's number within
+    its noise) and `verdicts.forest.svg` (per claim ours with its intervals against the paper's difference)."""
     input:
         metrics=verdict_metrics,
         pair_scores=verdict_pair_scores,

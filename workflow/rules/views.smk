@@ -11,6 +11,10 @@ ruleorder: build_views > prepare_corpus
 
 
 rule build_views:
+    """MoCoUTRL's training views: `views.tsv` (header `original synonym antonym`, one tab-separated triple per
+    kept corpus sentence: the sentence, it with one adjective swapped for a WordNet synonym, and for an
+    antonym), `sentences.txt` (the three columns stacked, what the tokenizer reads) and `sentences.txt.json`,
+    the record (WordNet manifest, seed, counts, provenance)."""
     input:
         corpus=f"{RES}/corpus/{{corpus}}/sentences.txt",
         wordnet=lambda w: manifest(views_spec()["wordnet_source"]),

@@ -194,7 +194,7 @@ def _without_removed(config: dict) -> dict:
 def _normalized(config: dict) -> dict:
     """The config as the workflow reads it: the named matrix blocks as a list in file order, and
     ``evaluation.suites`` / ``figures`` as the list of names set to true. (The files name them so that an
-    overlay can add, change or remove one; README, "Config layers".)"""
+    overlay can add, change or remove one; docs/configuration.md, "Config layers".)"""
     out = dict(config)
     out["matrix"] = list(config["matrix"].values())
     evaluation = out.get("evaluation")

@@ -3,7 +3,7 @@
 A config is the base file (``config.yaml``) with overlays merged over it in order: a profile's overlay
 (``configfiles:`` in ``profiles/<name>/config.yaml``), then the user's files, then ``--config`` values.
 Mappings merge key by key and anything else is replaced, as Snakemake merges them
-(README, "Config layers"). This module keeps each layer's own mapping so that an error about a dotted
+(docs/configuration.md, "Config layers"). This module keeps each layer's own mapping so that an error about a dotted
 key names the layer that set it: ``my.yaml:3: unknown config key 'methods.simcse.params.temprature'``.
 Line numbers are read (with PyYAML's composer) only when an error is rendered, so a valid config costs
 nothing more to load.

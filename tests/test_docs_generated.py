@@ -1,0 +1,126 @@
+"""The generated pages of the documentation site are what their generators write today.
+
+``docs/reference/configuration.md`` comes from the config schema and the units' sidecars,
+``docs/reference/outputs.md`` from the workflow's rules, ``docs/img/rulegraph.dot`` (drawn as the README's
+picture) from ``snakemake --rulegraph`` (``docs/gen/``). A schema key, a sidecar parameter, a rule or an output
+added, removed or described anew changes the page, and these tests fail until ``python docs/gen/generate.py``
+(or ``docs/gen/rulegraph.py``) is run and the result committed. Beside the comparison, each page is checked
+against the code by a walk of its own (every property name of the schema, every rule and output file), so a
+generator that silently dropped something would fail too.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+GEN = ROOT / "docs" / "gen"
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(f"docs_gen_{name}", GEN / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+config_reference = _load("config_reference")
+outputs_reference = _load("outputs_reference")
+rulegraph = _load("rulegraph")
+CONFIG_PAGE = ROOT / "docs" / "reference" / "configuration.md"
+OUTPUTS_PAGE = ROOT / "docs" / "reference" / "outputs.md"
+
+
+def _property_names(node, found: set[str]) -> set[str]:
+    """Every name under a ``properties`` mapping anywhere in a JSON schema (``$defs`` included)."""
+    if isinstance(node, dict):
+        for name, child in (node.get("properties") or {}).items():
+            found.add(name)
+            _property_names(child, found)
+        for key, child in node.items():
+            if key != "properties":
+                _property_names(child, found)
+    elif isinstance(node, list):
+        for child in node:
+            _property_names(child, found)
+    return found
+
+
+def _documented_names(page: str) -> set[str]:
+    """The last part of every key in the page's tables (``| `data.sources.<name>.url` |`` -> ``url``)."""
+    keys = re.findall(r"^\| `([^`]+)` \|", page, flags=re.MULTILINE)
+    return {re.split(r"\.|\[\]", key.rstrip("[]"))[-1] for key in keys}
+
+
+def test_the_configuration_reference_is_generated_from_the_schema():
+    assert CONFIG_PAGE.read_text(encoding="utf-8") == config_reference.render(), \
+        "stale: run `python docs/gen/generate.py` and commit docs/reference/configuration.md"
+
+
+def test_every_schema_and_sidecar_key_is_on_the_configuration_page():
+    from sentrepro.planning import registry
+    from sentrepro.planning.config import schema
+
+    names = _property_names(schema(), set())
+    for kind in registry.methods():
+        names |= _property_names(registry.parameter_schema(kind), set())
+    names.discard("<name>")
+    missing = sorted(names - _documented_names(CONFIG_PAGE.read_text(encoding="utf-8")))
+    assert names and not missing, missing
+
+
+def test_a_new_or_redescribed_schema_key_changes_the_page(monkeypatch):
+    from sentrepro.planning import config
+
+    committed = CONFIG_PAGE.read_text(encoding="utf-8")
+    changed = copy.deepcopy(config.schema())
+    changed["properties"]["training"]["properties"]["warp_drive"] = {
+        "type": "boolean", "default": False, "description": "a key the page has not seen"}
+    changed["properties"]["training"]["properties"]["attention"]["description"] = "described anew"
+    monkeypatch.setattr(config, "schema", lambda: copy.deepcopy(changed))
+    page = config_reference.render()
+    assert page != committed
+    assert "| `training.warp_drive` | boolean | `false` |  | a key the page has not seen |" in page
+    assert "described anew" in page and "warp_drive" not in _documented_names(committed)
+
+
+def test_the_outputs_reference_is_generated_from_the_rules():
+    assert OUTPUTS_PAGE.read_text(encoding="utf-8") == outputs_reference.render(), \
+        "stale: run `python docs/gen/generate.py` and commit docs/reference/outputs.md"
+
+
+def test_every_rule_says_what_its_files_hold_and_every_file_is_listed():
+    rules, config = outputs_reference.load_rules()
+    page = OUTPUTS_PAGE.read_text(encoding="utf-8")
+    undescribed = [rule.name for rule in rules if rule.name != "all" and not (rule.docstring or "").strip()]
+    assert not undescribed, f"rules without a docstring (what their outputs hold): {undescribed}"
+    written = [str(item) for rule in rules for item in [*rule.output, *rule.log, *([rule.benchmark] or [])] if item]
+    assert len(written) > 60
+    # each file's last part (its name pattern, constraints dropped) is on the page, under its rule
+    for rule in rules:
+        if rule.name == "all":
+            continue
+        assert f"## {rule.name}\n" in page, rule.name
+        for item in [*rule.output, *rule.log] + ([rule.benchmark] if rule.benchmark else []):
+            tail = re.sub(r"\{(\w+)(,[^/]*)?\}", r"<\1>", str(item).rsplit("/", 1)[-1])
+            assert re.search(rf"`[^`]*/{re.escape(tail)}` \| \[`{rule.name}`\]", page), (rule.name, tail)
+
+
+def test_the_rule_graph_picture_is_the_workflows():
+    assert rulegraph.DOT.read_text(encoding="utf-8") == rulegraph.rulegraph(), \
+        "stale: run `python docs/gen/rulegraph.py` (needs Graphviz) and commit docs/img/rulegraph.dot and docs/img/rulegraph.svg"
+    svg = rulegraph.SVG.read_text(encoding="utf-8")
+    labels = re.findall(r'label = "(\w+)"', rulegraph.DOT.read_text(encoding="utf-8"))
+    assert len(labels) > 20 and all(f">{label}<" in svg for label in labels)
+
+
+def test_the_canonical_form_ignores_snakemakes_numbering():
+    one = 'digraph g {\n\tx;\n\t0[label = "b", c];\n\t1[label = "a", c];\n\t0 -> 1\n}\n'
+    two = 'digraph g {\n\tx;\n\t7[label = "a", c];\n\t3[label = "b", c];\n\t3 -> 7\n}\n'
+    assert rulegraph.canonical(one) == rulegraph.canonical(two)
+    assert rulegraph.canonical(one) != rulegraph.canonical(one.replace("0 -> 1", "1 -> 0"))
