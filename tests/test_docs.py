@@ -14,7 +14,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 # Where the project names its docs: the package, the workflow, the tests, the benchmarks and the top-level files.
 SCANNED_DIRS = ("src", "workflow", "tests", "benchmarks", "profiles")
-SCANNED_FILES = ("README.md", "CONTRIBUTING.md", "BENCHMARKS.md", "Snakefile", "config.yaml", "Makefile")
+SCANNED_FILES = ("README.md", "CONTRIBUTING.md", "BENCHMARKS.md", "CHANGELOG.md", "Snakefile", "config.yaml", "Makefile",
+                 "mkdocs.yml")
 SUFFIXES = {".py", ".smk", ".md", ".yaml", ".rst", ".txt", ".toml", ""}
 # a path starting at docs/ (not the tail of another path such as ../shared/docs/)
 DOC_PATH = re.compile(r"(?<![\w./-])docs/[\w./-]*\w")

@@ -31,9 +31,11 @@ def _load(name: str):
 
 config_reference = _load("config_reference")
 outputs_reference = _load("outputs_reference")
+commands_reference = _load("commands_reference")
 rulegraph = _load("rulegraph")
 CONFIG_PAGE = ROOT / "docs" / "reference" / "configuration.md"
 OUTPUTS_PAGE = ROOT / "docs" / "reference" / "outputs.md"
+COMMANDS_PAGE = ROOT / "docs" / "reference" / "commands.md"
 
 
 def _property_names(node, found: set[str]) -> set[str]:
@@ -109,6 +111,28 @@ def test_every_rule_says_what_its_files_hold_and_every_file_is_listed():
         for item in [*rule.output, *rule.log] + ([rule.benchmark] if rule.benchmark else []):
             tail = re.sub(r"\{(\w+)(,[^/]*)?\}", r"<\1>", str(item).rsplit("/", 1)[-1])
             assert re.search(rf"`[^`]*/{re.escape(tail)}` \| \[`{rule.name}`\]", page), (rule.name, tail)
+
+
+def test_the_command_reference_is_generated_from_the_parser():
+    assert COMMANDS_PAGE.read_text(encoding="utf-8") == commands_reference.render(), \
+        "stale: run `python docs/gen/generate.py` and commit docs/reference/commands.md"
+
+
+def test_every_subcommand_and_option_is_on_the_command_page(monkeypatch):
+    import argparse
+
+    from sentrepro.cli import build_parser
+
+    monkeypatch.setenv("COLUMNS", "37")  # a narrow terminal changes nothing on the page
+    assert commands_reference.render() == COMMANDS_PAGE.read_text(encoding="utf-8")
+    page = COMMANDS_PAGE.read_text(encoding="utf-8")
+    subparsers = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert len(subparsers.choices) > 15
+    for name, sub in subparsers.choices.items():
+        section = page.split(f"## `sentrepro {name}`\n", 1)[1].split("\n## ", 1)[0]
+        for action in sub._actions:
+            for option in action.option_strings:
+                assert option in ("-h", "--help") or f"`{option}`" in section, (name, option)
 
 
 def test_the_rule_graph_picture_is_the_workflows():
