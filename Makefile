@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.sentrepro-installed
 TEST_STAMP := $(VENV)/.sentrepro-test-installed
 
-.PHONY: demo test test-fast setup setup-test system-deps lint clean-demo mutation
+.PHONY: demo test test-fast setup setup-test system-deps docs-deps lint clean-demo mutation
 
 # `setup`: what the workflow runs (requirements.txt, the demo's offline data); `setup-test` adds what only the
 # tests and developer tools use (requirements-export.txt: sentence-transformers; requirements-test.txt: pytest,
@@ -23,6 +23,16 @@ system-deps:
 	    (apt-get install -y --no-install-recommends wordnet-base >/dev/null 2>&1 || \
 	     (apt-get update >/dev/null && apt-get install -y --no-install-recommends wordnet-base >/dev/null)); \
 	  else echo "note: install Debian's wordnet-base (WordNet 3.0) for MoCoUTRL's views"; fi; \
+	fi
+
+# Debian packages the tests use beside the workflow: Graphviz, to check that the README's rule-graph picture is
+# its DOT file drawn (tests/test_docs_generated.py; without it that one check is skipped). Same rules as above.
+docs-deps:
+	@if ! command -v dot >/dev/null || ! command -v tred >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    (apt-get install -y --no-install-recommends graphviz >/dev/null 2>&1 || \
+	     (apt-get update >/dev/null && apt-get install -y --no-install-recommends graphviz >/dev/null)); \
+	  else echo "note: install Debian's graphviz to check (and redraw) docs/img/rulegraph.svg"; fi; \
 	fi
 
 $(STAMP): requirements.txt requirements-offline-data.txt pyproject.toml
@@ -52,7 +62,7 @@ XDIST = -n $(PYTEST_WORKERS) --dist loadfile
 # every worker and every Snakemake/CLI start a test makes compiles the package again, and pytest rewrites the
 # asserts of every test file again (~5 s of CPU per worker per run).
 
-test: setup-test system-deps
+test: setup-test system-deps docs-deps
 	PYTHONDONTWRITEBYTECODE= PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -q $(XDIST)
 
 # The inner loop: unit tests only (no workflow runs, no SLURM, nothing that trains for long). `make test`

@@ -3,8 +3,8 @@
 The classes are found in the code, never listed: every class defined at the top level of a module under
 ``src/sentrepro`` whose bases lead (through classes of the package) to a built-in exception, read with ``ast``
 so no module is imported. A class whose name starts with ``_`` is internal (caught where it is raised) and
-needs none. An entry is a heading ``### <Name> — `sentrepro.<module>.<Name>``` with its cause and fix
-beneath; an entry for a class that no longer exists fails too, so the page follows renames.
+needs none. An entry is a heading ``### <Name>`` whose first line is ``Class: `sentrepro.<module>.<Name>``` with
+its cause and fix beneath; an entry for a class that no longer exists fails too, so the page follows renames.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ PACKAGE = ROOT / "src" / "sentrepro"
 PAGE = ROOT / "docs" / "troubleshooting.md"
 BUILTIN_EXCEPTIONS = {name for name, value in vars(builtins).items()
                       if isinstance(value, type) and issubclass(value, BaseException)}
-ENTRY = re.compile(r"^### (\w+) — `(sentrepro\.[\w.]+)`$", re.MULTILINE)
+ENTRY = re.compile(r"^### (\w+)\n\nClass: `(sentrepro\.[\w.]+)`$", re.MULTILINE)
 
 
 def error_classes(package: Path = PACKAGE) -> dict[str, str]:

@@ -125,6 +125,11 @@ def extended(finished):
     write_overlay(workdir, overlay)
     plan = planned_jobs(snakemake(workdir, "-n", repo=repo))
     snakemake(workdir, repo=repo)
+    # the recipes' last step: the manual's generated pages and the rule graph, written again in the copy
+    env = {**os.environ, "PYTHONPATH": str(repo / "src"), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    graphviz = shutil.which("dot") is not None and shutil.which("tred") is not None
+    for script in (["docs/gen/generate.py"], ["docs/gen/rulegraph.py", *([] if graphviz else ["--dot-only"])]):
+        subprocess.run([sys.executable, *script], cwd=repo, env=env, check=True, capture_output=True, timeout=300)
     return repo, workdir, plan
 
 

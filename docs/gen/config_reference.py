@@ -11,8 +11,17 @@ list a key the schema lacks or miss one it has. ``docs/gen/generate.py`` writes 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
+
+
+def breakable(text: str) -> str:
+    """Inline code that a narrow table cell may break after a dot or a slash (raw HTML: ``<code>`` with
+    ``<wbr>``), so a long key or path wraps at its parts, not inside a name."""
+    escaped = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "&#124;")
+    return "<code>" + re.sub(r"([./])", r"\1<wbr>", escaped) + "</code>"
+
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_FILE = "src/sentrepro/planning/config.schema.yaml"
@@ -164,7 +173,7 @@ def kind_keys() -> dict[str, tuple[str, list[Key]]]:
 
 def _table(rows: list[Key]) -> list[str]:
     lines = ["| key | type | default | allowed | description |", "|---|---|---|---|---|"]
-    lines += [f"| `{k.path}` | {_cell(k.type)} | {_cell(k.default)} | {_cell(k.allowed)} | {_cell(k.description)} |"
+    lines += [f"| {breakable(k.path)} | {_cell(k.type)} | {_cell(k.default)} | {_cell(k.allowed)} | {_cell(k.description)} |"
               for k in rows]
     return lines
 

@@ -13,6 +13,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+
+def breakable(text: str) -> str:
+    """Inline code that a narrow table cell may break after a dot or a slash (raw HTML: ``<code>`` with
+    ``<wbr>``), so a long key or path wraps at its parts, not inside a name."""
+    escaped = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "&#124;")
+    return "<code>" + re.sub(r"([./])", r"\1<wbr>", escaped) + "</code>"
+
+
 ROOT = Path(__file__).resolve().parents[2]
 # A wildcard with its constraint, {name,regex}; the regex may hold braces of its own ({2}) but no '}' at its end.
 _CONSTRAINED = re.compile(r"\{(\w+),(?:[^{}]|\{[^{}]*\})*\}")
@@ -87,7 +95,7 @@ def render() -> str:
     documented = [rule for rule in rules if rule.name != "all"]
     for rule in documented:
         for pattern, what in rule_files(rule, experiment, resources):
-            lines.append(f"| `{pattern}` | [`{rule.name}`](#{rule.name}) | {what} |")
+            lines.append(f"| {breakable(pattern)} | [`{rule.name}`](#{rule.name}) | {what} |")
     lines.append("")
     for rule in documented:
         lines += [f"## {rule.name}", ""]
