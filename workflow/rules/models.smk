@@ -10,6 +10,8 @@ include: "inputs/models.smk"
 
 
 rule fetch_model:
+    input:
+        tiny_model_input,
     output:
         manifest=f"{RES}/models/{{backbone}}/{{snapshot}}/MANIFEST.json",
         # the content stamp the jobs reading the snapshot take as input (sentrepro.records.integrity; content_stamp)
@@ -32,3 +34,27 @@ rule fetch_model:
     shell:
         "sentrepro fetch-model --name {wildcards.backbone} --spec {params.spec:q} --out-dir $(dirname {output.manifest}) "
         "--mirror={resources.models_mirror:q} > {log:q} 2>&1"
+
+
+# The rehearsal's stand-ins (profiles/rehearsal): a backbone whose model is tiny://<tokenizer>/<size> is a tiny
+# random model of that family, built here deterministically (its trained vocabularies from the corpus), then
+# fetched like any backbone: fetch_model holds each file to the BUILD.json this rule writes.
+rule tiny_model:
+    input:
+        corpus=f"{RES}/corpus/{config['corpus']['name']}/sentences.txt",
+    output:
+        directory(f"{TINY_MODELS}/{{tiny}}"),
+    wildcard_constraints:
+        tiny="|".join(tiny.names()),
+    params:
+        model=lambda w: tiny.url_of(w.tiny),
+        code=rule_code("cli:tiny-model"),
+    conda:
+        "../../envs/train.yaml"
+    benchmark:
+        f"{RES}/benchmarks/tiny_model/{{tiny}}.tsv",
+    log:
+        f"{RES}/logs/tiny_model/{{tiny}}.log",
+    shell:
+        "HF_HUB_OFFLINE=1 sentrepro tiny-model --model {params.model} --corpus {input.corpus:q} "
+        "--out-dir {output:q} > {log:q} 2>&1"
