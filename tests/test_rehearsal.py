@@ -95,6 +95,15 @@ def test_each_tiny_model_has_its_familys_tokenizer_kind(tmp_path, corpus, model,
     pieces = tokenizer.tokenize("The Wikipedia article")
     assert any(any(ch.isupper() for ch in piece) for piece in pieces) == cased
     assert record["stand_in"] == f"tiny random {model[len('tiny://'):]}"
+    # the checkpoint carries the masked-LM head as the Hub's does (found by the rehearsal: OptiPrompt's
+    # `mlp: mlm-transform` starts from BERT's cls.predictions.transform, which a bare BertModel lacks)
+    architecture = json.loads((tmp_path / "m" / "config.json").read_text())["architectures"][0]
+    assert architecture == {"bert": "BertForPreTraining", "roberta": "RobertaForMaskedLM",
+                            "deberta": "DebertaForMaskedLM"}[family]
+    if family == "bert":
+        from sentrepro.methods.optiprompt import mlm_transform_state
+
+        assert mlm_transform_state(str(tmp_path / "m")) is not None
 
 
 def test_fetch_holds_a_tiny_model_to_its_build_record(tmp_path, corpus):

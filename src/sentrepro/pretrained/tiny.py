@@ -181,34 +181,38 @@ def deberta_tokenizer(sentences: list[str], vocab_size: int = TRAINED_VOCAB):
 
 
 def bert_model(tokenizer, dims: dict, max_positions: int, seed: int):
+    """BertForPreTraining, as bert-base-uncased's checkpoint: the encoder under ``bert.``, its pooler, and the
+    masked-LM head ``cls.predictions.*`` (OptiPrompt's ``mlp: mlm-transform`` starts from its transform)."""
     import torch
-    from transformers import BertConfig, BertModel
+    from transformers import BertConfig, BertForPreTraining
 
     torch.manual_seed(seed)
-    return BertModel(BertConfig(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
-                                max_position_embeddings=max_positions, **dims), add_pooling_layer=False)
+    return BertForPreTraining(BertConfig(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
+                                         max_position_embeddings=max_positions, **dims))
 
 
 def roberta_model(tokenizer, dims: dict, max_positions: int, seed: int):
+    """RobertaForMaskedLM, as roberta-base's checkpoint (encoder under ``roberta.``, head ``lm_head.*``)."""
     import torch
-    from transformers import RobertaConfig, RobertaModel
+    from transformers import RobertaConfig, RobertaForMaskedLM
 
     torch.manual_seed(seed)
     config = RobertaConfig(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
                            bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
                            type_vocab_size=1, max_position_embeddings=max_positions + 2, **dims)
-    return RobertaModel(config, add_pooling_layer=False)
+    return RobertaForMaskedLM(config)
 
 
 def deberta_model(tokenizer, dims: dict, max_positions: int, seed: int):
+    """DebertaForMaskedLM, as microsoft/deberta-base's checkpoint (encoder under ``deberta.``)."""
     import torch
-    from transformers import DebertaConfig, DebertaModel
+    from transformers import DebertaConfig, DebertaForMaskedLM
 
     torch.manual_seed(seed)
     config = DebertaConfig(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id, type_vocab_size=0,
                            relative_attention=True, max_relative_positions=-1, pos_att_type=["c2p", "p2c"],
                            max_position_embeddings=max_positions, **dims)
-    return DebertaModel(config)
+    return DebertaForMaskedLM(config)
 
 
 BUILDERS = {  # tokenizer kind -> (tokenizer builder, model builder)
