@@ -160,6 +160,11 @@ def test_the_rehearsal_budget_caps_the_steps_and_keeps_every_other_hyper_paramet
                                           "checkpoint_every": steps}
     assert capped["method"]["params"]["batch_size"] == 256  # ConPVP Table 2 for RoBERTa-large
     assert capped["training"] == {**uncapped["training"], "eval_at_start": False}
+    # a frozen baseline has no training budget: its params stay its kind's (found by the rehearsal: the cap
+    # reached the frozen runs' evaluation specs as keys their kind does not take)
+    frozen = Run("bert-base", "frozen-avg", None)
+    assert train_slice(rehearsal_config, frozen)["method"]["params"] == method_params(rehearsal_config, "frozen-avg",
+                                                                                      "bert-base")
 
 
 # --- labels: nothing of a rehearsal is a result ---------------------------------------------------

@@ -50,7 +50,7 @@ def train_slice(config: dict, run: Run) -> dict:
     training["precision"] = training_precision(config, run.method)
     params = method_params(config, run.method, run.backbone)
     steps = (config.get("rehearsal") or {}).get("steps")
-    if steps:
+    if steps and registry.method(config["methods"][run.method]["kind"]).trains:  # frozen runs have no budget
         params, training = rehearsal_budget(params, training, steps)
     return {
         "backbone": backbone_slice(config, run.backbone),
