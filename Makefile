@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.sentrepro-installed
 TEST_STAMP := $(VENV)/.sentrepro-test-installed
 
-.PHONY: demo test test-fast setup setup-test system-deps docs-deps lint clean-demo mutation
+.PHONY: demo rehearsal test test-fast setup setup-test system-deps docs-deps lint clean-demo mutation
 
 # `setup`: what the workflow runs (requirements.txt, the demo's offline data); `setup-test` adds what only the
 # tests and developer tools use (requirements-export.txt: sentence-transformers; requirements-test.txt: pytest,
@@ -53,6 +53,16 @@ demo: setup system-deps
 	@$(BIN)/sentrepro times results/demo resources
 	@echo "Summary: results/demo/tables/demo_summary.md"
 	@cat results/demo/tables/demo_summary.md
+
+# The rehearsal (docs/usage.md, "The rehearsal"): config.yaml's whole DAG, job for job, on tiny random stand-ins of the
+# six paper backbones and the demo's fixtures, before a GPU-hour is spent. Results in results/rehearsal/: never
+# results (every cell labelled, no verdict judged). Extra Snakemake flags: REHEARSAL_ARGS.
+rehearsal: setup system-deps
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/sentrepro rehearsal-check
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --profile profiles/rehearsal $(REHEARSAL_ARGS)
+	@echo "Where the time went (per step, from the jobs' benchmark files):"
+	@$(BIN)/sentrepro times results/rehearsal resources/rehearsal
+	@echo "Tables: results/rehearsal/tables/; verdicts: results/rehearsal/verdicts/"
 
 # Two pytest-xdist workers, each test file whole on one of them, the SLURM tests together on one
 # (tests/conftest.py: pytest_xdist_make_scheduler). PYTEST_WORKERS=0 runs everything in one process.

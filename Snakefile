@@ -38,6 +38,7 @@ localrules:
     fixture,
     download,
     fetch_model,
+    tiny_model,
     prepare_dataset,
     check_dataset,
     prepare_corpus,

@@ -153,6 +153,15 @@ def cmd_fetch_model(args) -> int:
     return 0
 
 
+def cmd_tiny_model(args) -> int:
+    from sentrepro.pretrained.tiny import build
+
+    record = build(args.model, Path(args.corpus), Path(args.out_dir))
+    for entry in record["files"]:
+        print(f"{args.model}: built {entry['path']} sha256 {entry['sha256']}")
+    return 0
+
+
 def cmd_fixture(args) -> int:
     from sentrepro.code.codedeps import set_running_entry
     from sentrepro.data.benchmarks import fixture_module, generators
@@ -371,6 +380,28 @@ def cmd_cost(args) -> int:
     return 0
 
 
+def cmd_rehearsal_check(args) -> int:
+    from collections import Counter
+
+    from sentrepro.planning.rehearsal import REHEARSAL_ONLY_RULES, check
+    from sentrepro.planning.workflow import PlanError
+
+    try:
+        paper, rehearsal, differences = check(args.config, args.overlay)
+    except PlanError as exc:
+        raise UsageError(str(exc)) from exc
+    extra = Counter(job.rule for job in rehearsal if job.rule in REHEARSAL_ONLY_RULES)
+    if differences:
+        print(f"sentrepro rehearsal-check: {args.overlay} does not plan the DAG of {args.config} "
+              f"({len(differences)} difference(s)):", file=sys.stderr)
+        for line in differences:
+            print(f"  {line}", file=sys.stderr)
+        return 1
+    print(f"the rehearsal plans the {len(paper)} jobs of {args.config} rule by rule and wildcard by wildcard, "
+          f"plus {', '.join(f'{n} {rule}' for rule, n in sorted(extra.items()))} job(s) making its inputs")
+    return 0
+
+
 def cmd_registry(args) -> int:
     from sentrepro.planning.config import ConfigError, load_config
     from sentrepro.planning.overview import format_overview
@@ -464,6 +495,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mirror", default="", help="models.mirror: a Hub-cache or plain-snapshot directory")
     p.add_argument("--quiet", action="store_true", help="no progress bar or progress log lines")
     p.set_defaults(func=cmd_fetch_model)
+
+    p = sub.add_parser("tiny-model", help="build a tiny random backbone (tiny://<tokenizer>/<size>; the rehearsal)")
+    p.add_argument("--model", required=True, help="tiny://<tokenizer>/<size>, e.g. tiny://roberta/large")
+    p.add_argument("--corpus", required=True, help="corpus sentences the trained vocabularies learn from")
+    p.add_argument("--out-dir", required=True, help="<resources>/tiny-models/<tokenizer>-<size>")
+    p.set_defaults(func=cmd_tiny_model)
 
     p = sub.add_parser("fixture", help="write a synthetic fixture in its upstream format (offline demo)")
     p.add_argument("name", help="the benchmark whose fixture to write: one of the fixtures the benchmark units "
@@ -564,6 +601,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("configfiles", nargs="+", help="config.yaml, then overlays")
     p.set_defaults(func=cmd_cost)
 
+    p = sub.add_parser("rehearsal-check", help="check that the rehearsal overlay plans the paper config's DAG job "
+                       "for job (two dry runs)")
+    p.add_argument("--config", default="config.yaml", help="the paper config (default: config.yaml)")
+    p.add_argument("--overlay", default="profiles/rehearsal/overlay.yaml", help="the rehearsal overlay")
+    p.set_defaults(func=cmd_rehearsal_check)
+
     p = sub.add_parser("registry", help="list the method kinds, suites and figures, and the paper tables each feeds")
     p.add_argument("configfiles", nargs="*", default=["config.yaml"], help="config files naming the methods "
                    "(default: config.yaml)")
@@ -655,7 +698,8 @@ def _user_error(exc: Exception) -> tuple[str | None, int]:
         return f"cannot read {exc.filename}: {exc.strerror}", 2
     # the job's outcome, already one line naming the file (by name: importing them here would put their
     # modules behind every command's code fingerprint)
-    if type(exc).__name__ in ("IntegrityError", "SnapshotError", "NonFiniteResult", "NonFiniteError", "MetricsError"):
+    if type(exc).__name__ in ("IntegrityError", "SnapshotError", "NonFiniteResult", "NonFiniteError", "MetricsError",
+                              "TinyModelError"):
         return str(exc), 2 if isinstance(exc.__cause__, unreadable) else 1
     return None, 0
 

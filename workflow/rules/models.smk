@@ -14,6 +14,8 @@ rule fetch_model:
     names the repository, commit and origin and lists each file's role, size and sha256; `CONTENT.json` is its
     content stamp. Beside the snapshot: `.<snapshot>.lock.json` (the hashes a refetch must reproduce),
     `.unpinned.lock.json` for a backbone fetched without a pinned revision."""
+    input:
+        tiny_model_input,
     output:
         manifest=f"{RES}/models/{{backbone}}/{{snapshot}}/MANIFEST.json",
         # the content stamp the jobs reading the snapshot take as input (sentrepro.records.integrity; content_stamp)
@@ -36,3 +38,31 @@ rule fetch_model:
     shell:
         "sentrepro fetch-model --name {wildcards.backbone} --spec {params.spec:q} --out-dir $(dirname {output.manifest}) "
         "--mirror={resources.models_mirror:q} > {log:q} 2>&1"
+
+
+# The rehearsal's stand-ins (profiles/rehearsal): a backbone whose model is tiny://<tokenizer>/<size> is a tiny
+# random model of that family, built here deterministically (its trained vocabularies from the corpus), then
+# fetched like any backbone: fetch_model holds each file to the BUILD.json this rule writes.
+rule tiny_model:
+    """A tiny random model standing in for a paper backbone in the rehearsal (`tiny://<tokenizer>/<size>`): its
+    config, random weights and tokenizer files (vocabularies learned from the corpus), and `BUILD.json`, the
+    sha256 of every file, to which `fetch_model` holds its snapshot of it. The same corpus and code give the
+    same bytes."""
+    input:
+        corpus=f"{RES}/corpus/{config['corpus']['name']}/sentences.txt",
+    output:
+        directory(f"{TINY_MODELS}/{{tiny}}"),
+    wildcard_constraints:
+        tiny="|".join(tiny.names()),
+    params:
+        model=lambda w: tiny.url_of(w.tiny),
+        code=rule_code("cli:tiny-model"),
+    conda:
+        "../../envs/train.yaml"
+    benchmark:
+        f"{RES}/benchmarks/tiny_model/{{tiny}}.tsv",
+    log:
+        f"{RES}/logs/tiny_model/{{tiny}}.log",
+    shell:
+        "HF_HUB_OFFLINE=1 sentrepro tiny-model --model {params.model} --corpus {input.corpus:q} "
+        "--out-dir {output:q} > {log:q} 2>&1"

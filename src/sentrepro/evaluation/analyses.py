@@ -71,7 +71,7 @@ def run_token_removal(job: SuiteJob, manifest: Path, out: Path) -> dict:
 
     sts_cfg = job.settings["sts"]
     ks = sorted(set(job.settings["ks"]))
-    tasks, used = load_sts_tasks(source_root(manifest), sts_cfg)
+    tasks, used = load_sts_tasks(source_root(manifest), sts_cfg, check_counts=job.check_counts)
     job.add_data_files(used, "STS data file")
     frequency_pairs = _read_stsb(job, manifest, "test")
     tokenize = job.tokenizer.tokenize

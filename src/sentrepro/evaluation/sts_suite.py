@@ -29,8 +29,9 @@ YEARS = {task: entry["year"] for task, entry in STS_TASKS.items() if "year" in e
 READERS = {"stsb": read_sts_benchmark, "sick": read_sick}
 
 
-def load_sts_tasks(root: Path, cfg: dict) -> tuple[dict[str, dict[str, list]], list[Path]]:
-    """task -> subset -> pairs, for the configured tasks; and the files read."""
+def load_sts_tasks(root: Path, cfg: dict, *, check_counts: bool = True) -> tuple[dict[str, dict[str, list]], list[Path]]:
+    """task -> subset -> pairs, for the configured tasks; and the files read. ``check_counts``: hold each file
+    to its documented count (real data; a synthetic fixture has its own counts)."""
     tasks: dict[str, dict[str, list]] = {}
     used: list[Path] = []
     for task in cfg["tasks"]:
@@ -39,11 +40,11 @@ def load_sts_tasks(root: Path, cfg: dict) -> tuple[dict[str, dict[str, list]], l
         entry = STS_TASKS[task]
         directory = root / cfg.get(entry["dir_key"], entry["default_dir"])
         if task in YEARS:
-            tasks[task] = read_sts_year(directory, YEARS[task], variant=cfg["variant"])
+            tasks[task] = read_sts_year(directory, YEARS[task], variant=cfg["variant"], check_counts=check_counts)
             used.extend(sorted((directory / f"{task}-en-test").glob("STS*.txt")))
         else:
             path = directory / entry["file"]
-            tasks[task] = {"test": READERS[entry["reader"]](path)}
+            tasks[task] = {"test": READERS[entry["reader"]](path, check_counts=check_counts)}
             used.append(path)
     return tasks, used
 
@@ -85,7 +86,7 @@ def score_tasks(tasks: dict[str, dict[str, list]], embed, items: dict | None = N
 def run_sts(job: SuiteJob, manifest: Path, out: Path) -> dict:
     """The STS suite (and, for a ``model: start`` suite, the same on the untrained model): score the
     configured tasks, keep every pair's cosine and gold score beside the metrics file, write it."""
-    tasks, used = load_sts_tasks(source_root(manifest), job.settings)
+    tasks, used = load_sts_tasks(source_root(manifest), job.settings, check_counts=job.check_counts)
     job.add_data_files(used, "STS data file")
     items: dict = {}
     results = score_tasks(tasks, job.embed, items)

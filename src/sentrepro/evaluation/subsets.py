@@ -9,7 +9,6 @@ a plain seeded draw otherwise. Kept rows stay in file order.
 from __future__ import annotations
 
 import numpy as np
-from sklearn.model_selection import train_test_split
 
 
 def subset_rows(labels: np.ndarray, max_samples: int | None, seed: int) -> np.ndarray:
@@ -23,6 +22,10 @@ def subset_rows(labels: np.ndarray, max_samples: int | None, seed: int) -> np.nd
     _, counts = np.unique(labels, return_counts=True)
     rows = np.arange(n_rows)
     if counts.min() >= 2 and max_samples >= len(counts):
+        # imported here: every evaluation job imports this module, and sklearn.model_selection costs ~1 s of
+        # start-up that only a subsetting job needs (BENCHMARKS.md, "The rehearsal": the per-job fixed cost)
+        from sklearn.model_selection import train_test_split
+
         kept, _ = train_test_split(rows, train_size=max_samples, stratify=labels, random_state=seed)
     else:
         kept = np.random.default_rng(seed).choice(n_rows, size=max_samples, replace=False)

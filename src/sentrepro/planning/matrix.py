@@ -48,11 +48,23 @@ def train_slice(config: dict, run: Run) -> dict:
     # threads: never changes results; keep_resume_state: what a finished job leaves on disk (its own channel)
     training = {k: v for k, v in config["training"].items() if k not in ("threads", "keep_resume_state")}
     training["precision"] = training_precision(config, run.method)
+    params = method_params(config, run.method, run.backbone)
+    steps = (config.get("rehearsal") or {}).get("steps")
+    if steps and registry.method(config["methods"][run.method]["kind"]).trains:  # frozen runs have no budget
+        params, training = rehearsal_budget(params, training, steps)
     return {
         "backbone": backbone_slice(config, run.backbone),
-        "method": {"name": run.method, "kind": config["methods"][run.method]["kind"],
-                   "params": method_params(config, run.method, run.backbone)},
+        "method": {"name": run.method, "kind": config["methods"][run.method]["kind"], "params": params},
         "seed": run.seed,
         "training": training,
         "corpus": corpus_slice(config),
     }
+
+
+def rehearsal_budget(params: dict, training: dict, steps: int) -> tuple[dict, dict]:
+    """A trained run's params and training block under ``rehearsal.steps`` (profiles/rehearsal): ``steps``
+    optimizer steps, one dev evaluation and one checkpoint at the last, no step-0 evaluation. Every other
+    hyper-parameter (batch size, lr, sequence length, templates, temperatures, queues, precision) stays the
+    method's own, so a rehearsal runs each job's code path as the paper run will."""
+    return ({**params, "max_steps": steps, "eval_steps": steps, "checkpoint_every": steps},
+            {**training, "eval_at_start": False})

@@ -63,7 +63,7 @@ from sentrepro.pretrained.listing import (
     local_listing,
     mirror_listing,
 )
-from sentrepro.pretrained.names import HUB, MANIFEST, fetch_spec, model_kind, snapshot_name
+from sentrepro.pretrained.names import HUB, MANIFEST, TINY, fetch_spec, model_kind, snapshot_name, resources_of
 from sentrepro.pretrained.snapshot import SNAPSHOT_KIND
 from sentrepro.records.provenance import Provenance
 
@@ -101,7 +101,8 @@ def fetch_model(backbone: str, spec: dict, snapshot_dir: Path, *, mirror: str | 
 def _fetch_model_locked(backbone: str, spec: dict, snapshot_dir: Path, mirror, settings: FetchSettings,
                         progress: bool) -> dict:
     prov = Provenance(step="fetch_model", config={"backbone": backbone, **spec})
-    lock = _read_lock(snapshot_dir, spec)
+    tiny = model_kind(spec["model"]) == TINY
+    lock = None if tiny else _read_lock(snapshot_dir, spec)
     _restore_written(snapshot_dir)
     complete = _complete_manifest(snapshot_dir, lock)
     if complete is not None:
@@ -115,12 +116,13 @@ def _fetch_model_locked(backbone: str, spec: dict, snapshot_dir: Path, mirror, s
                  len(lock["files"]), lock_path(snapshot_dir))
         files, listing_info, lock_status = lock["files"], lock["source"], "matched; snapshot reused, nothing fetched"
     else:
-        listing = _listing(spec, mirror, lock, settings)
+        listing = _tiny_listing(spec, snapshot_dir) if tiny else _listing(spec, mirror, lock, settings)
         files = _fetch_into_place(backbone, spec, listing, snapshot_dir, lock, settings, progress)
         listing_info = {"origin": listing.origin, "location": listing.location, "repo_id": listing.repo_id,
                         "commit": listing.commit}
-        lock_status = "matched" if lock is not None else "recorded by this fetch"
-        if lock is None:
+        lock_status = "matched" if lock is not None else \
+            "checked against the tiny model's BUILD.json" if tiny else "recorded by this fetch"
+        if lock is None and not tiny:
             atomic_write_json(lock_path(snapshot_dir), {**spec, "commit": listing.commit, "source": listing_info,
                                                         "files": files})
     for entry in files:
@@ -134,7 +136,7 @@ def _fetch_model_locked(backbone: str, spec: dict, snapshot_dir: Path, mirror, s
         "repo_id": listing_info["repo_id"],
         "commit": listing_info["commit"],
         "source": listing_info,
-        "pin": VERIFIED_BY_PIN if spec["revision"] else TRUST_ON_FIRST_USE,
+        "pin": VERIFIED_BY_PIN if spec["revision"] or tiny else TRUST_ON_FIRST_USE,
         "lock": str(lock_path(snapshot_dir)),
         "lock_status": lock_status,
         "weights_format": _weights_format(files),
@@ -230,6 +232,33 @@ def _snapshot_matches(snapshot_dir: Path, lock: dict) -> bool:
         if not path.is_file() or path.stat().st_size != entry["bytes"] or sha256_file(path) != entry["sha256"]:
             return False
     return True
+
+
+def _tiny_listing(spec: dict, snapshot_dir: Path) -> Listing:
+    """A tiny model's files as its build wrote them (``<resources>/tiny-models/<name>/``), each with the
+    sha256 and size its BUILD.json records: the fetch holds every file to its builder's record."""
+    from sentrepro.pretrained.tiny import BUILD_RECORD, build_dir, read_build_record
+
+    resources = resources_of(snapshot_dir)
+    if resources is None:
+        raise ModelSourceError(f"{snapshot_dir}: a tiny model's snapshot lives at <resources>/models/<backbone>/tiny")
+    directory = build_dir(resources, spec["model"])
+    record = read_build_record(directory)
+    built = local_listing(directory)
+    recorded = {entry["path"]: entry for entry in record["files"]}
+    files = {}
+    for path, item in built.files.items():
+        if path == BUILD_RECORD:
+            continue
+        if path not in recorded:
+            raise ModelVerificationError(f"{directory / path} is not listed in {directory / BUILD_RECORD}; rebuild "
+                                         "the tiny model (rule tiny_model)")
+        files[path] = SourceFile(path, item.url, recorded[path]["bytes"], recorded[path]["sha256"], None)
+    missing = sorted(set(recorded) - set(files))
+    if missing:
+        raise ModelVerificationError(f"{directory}: {', '.join(missing)} listed in {BUILD_RECORD} are missing; "
+                                     "rebuild the tiny model (rule tiny_model)")
+    return Listing("tiny random model (rule tiny_model)", str(directory), None, None, files)
 
 
 def _listing(spec: dict, mirror, lock: dict | None, settings: FetchSettings) -> Listing:

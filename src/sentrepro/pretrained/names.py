@@ -1,7 +1,9 @@
 """Which model snapshot a backbone's config names, and where it lives under the resources directory.
 
 A backbone's ``model`` is a Hugging Face id (``bert-base-uncased``, ``microsoft/deberta-base``), a
-local directory, or ``pkg://<package>/<dir>`` (a model shipped in a Python package, the offline demo).
+local directory, ``pkg://<package>/<dir>`` (a model shipped in a Python package, the offline demo), or
+``tiny://<tokenizer>/<size>`` (a tiny random model the workflow builds: the rehearsal's stand-ins,
+:mod:`sentrepro.pretrained.tiny`), whose snapshot is ``.../tiny/``.
 Hub models are fetched at ``revision`` (a 40-hex commit) into ``<resources>/models/<backbone>/<revision>/``;
 with ``revision: null`` into ``.../unpinned/`` (trust on first use: the commit resolved first is recorded
 and held to). Local models are copied into ``.../local/`` and held to the hashes of their first copy.
@@ -19,15 +21,18 @@ MANIFEST = "MANIFEST.json"
 UNPINNED = "unpinned"
 LOCAL = "local"
 HUB = "hub"
+TINY = "tiny"  # tiny://: built by the workflow's tiny_model rule, verified against its BUILD.json
 COMMIT = re.compile(r"^[0-9a-f]{40}$")
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*(/[A-Za-z0-9][A-Za-z0-9_.-]*)?$")
 
 
 def model_kind(model: str) -> str:
-    """``local`` for pkg://, file:// and directory paths, ``hub`` for a Hugging Face id.
+    """``tiny`` for tiny://, ``local`` for pkg://, file:// and directory paths, ``hub`` for a Hugging Face id.
 
     An existing directory wins over a Hub id of the same spelling, as in ``from_pretrained``.
     """
+    if model.startswith("tiny://"):
+        return TINY
     if model.startswith(("pkg://", "file://", "/", "./", "../", "~")) or Path(model).expanduser().is_dir():
         return LOCAL
     if HUB_ID.match(model):
@@ -36,9 +41,10 @@ def model_kind(model: str) -> str:
 
 
 def snapshot_name(spec: dict) -> str:
-    """The snapshot directory of a backbone: its revision, ``unpinned`` or ``local``."""
-    if model_kind(spec["model"]) == LOCAL:
-        return LOCAL
+    """The snapshot directory of a backbone: its revision, ``unpinned``, ``local`` or ``tiny``."""
+    kind = model_kind(spec["model"])
+    if kind in (LOCAL, TINY):
+        return kind
     return spec.get("revision") or UNPINNED
 
 
@@ -67,7 +73,13 @@ def backbone_problems(backbones: dict) -> list[str]:
         except ValueError as error:
             problems.append(f"backbones.{name}.model: {error}")
             continue
-        if kind == LOCAL and spec.get("revision"):
+        if kind == TINY:
+            from sentrepro.pretrained.tiny import family_problem
+
+            problem = family_problem(spec["model"], spec.get("family", ""))
+            if problem:
+                problems.append(f"backbones.{name}.model: {problem}")
+        if kind in (LOCAL, TINY) and spec.get("revision"):
             problems.append(f"backbones.{name}.revision: '{spec['model']}' is a local model; a revision pins "
                             "Hugging Face models only (local files are held to the hashes of their first copy)")
     return problems

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sentrepro.data.sources import SourceError, local_path, resolve_url
-from sentrepro.pretrained.names import HUB, MANIFEST, model_kind
+from sentrepro.pretrained.names import HUB, MANIFEST, TINY, model_kind
 from sentrepro.pretrained.snapshot import SnapshotError, open_snapshot
 
 
@@ -42,8 +42,9 @@ def resolve_model(backbone: dict, manifest: str | Path | None) -> ModelReference
         snapshot = open_snapshot(manifest)
         inputs = [(snapshot.manifest, "model manifest")] + [(path, "backbone weights") for path in snapshot.weights]
         return ModelReference(model, family, snapshot.directory, snapshot.manifest, snapshot.commit, tuple(inputs))
-    if model_kind(model) == HUB:
-        raise SnapshotError(f"backbone '{model}' is a Hugging Face id: jobs load it only from the snapshot "
+    if model_kind(model) in (HUB, TINY):
+        what = "a Hugging Face id" if model_kind(model) == HUB else "a tiny model (rule tiny_model builds it)"
+        raise SnapshotError(f"backbone '{model}' is {what}: jobs load it only from the snapshot "
                             f"fetch_model writes (pass its {MANIFEST} with --model-manifest)")
     location = local_directory(model)
     files = sorted(p for p in location.iterdir() if p.is_file() and not p.name.startswith(".")) \

@@ -302,8 +302,10 @@ def _headline(spec: dict, column: dict) -> str:
 def build_table(spec: dict, metrics_files: list[Path], backbones: dict, *, reported: dict | None = None) -> TableResult:
     """All cells of ``spec`` from ``metrics_files`` (long form, spec order).
 
-    ``backbones`` maps config backbone names to ``{"stands_in_for": str | list}`` so a demo backbone
-    fills the paper backbone's rows (its name is added to the row label).
+    ``backbones`` maps config backbone names to ``{"stands_in_for": str | list, "stand_in": str | None}`` so a
+    demo backbone fills the paper backbone's rows (its name is added to the row label), and a tiny random
+    backbone (``stand_in``, :func:`sentrepro.pretrained.tiny.stand_in_label`) labels every cell it fills as a
+    stand-in, whatever its name: no verdict judges it.
     """
     reported = load_reported() if reported is None else reported
     index = index_metrics(metrics_files)
@@ -371,9 +373,11 @@ def build_table(spec: dict, metrics_files: list[Path], backbones: dict, *, repor
                                 entry = precisions.setdefault(selector["method"], {"used": set(),
                                                                                    "authors": block.get("authors")})
                                 entry["used"].add(block.get("used"))
-                        if backbone != selector["backbone"]:
-                            cell.stand_in = backbone
-                            stand_ins.setdefault(backbone, set()).add(selector["backbone"])
+                        tiny = backbones.get(backbone, {}).get("stand_in")  # a tiny random model (rehearsal)
+                        if backbone != selector["backbone"] or tiny:
+                            cell.stand_in = f"{tiny} {backbone}" if tiny and backbone != selector["backbone"] \
+                                else tiny or backbone
+                            stand_ins.setdefault(cell.stand_in, set()).add(selector["backbone"])
             row_cells.append(cell)
             if cell.missing:
                 incomplete.setdefault(column["label"], {})[row["label"]] = cell.missing

@@ -19,7 +19,7 @@ from sentrepro.data.prepare import dataset_file
 from sentrepro.data.benchmarks.sts import read_sts_benchmark
 from sentrepro.encoder.encode import encode_sentences
 from sentrepro.evaluation.sts import cosine_rows, correlations
-from sentrepro.files import atomic_write_json
+from sentrepro.files import atomic_write_json, read_json
 from sentrepro.hashing import sha256_bytes
 from sentrepro.methods.base import Method, SentenceModel
 from sentrepro.encoder.start import initial_model
@@ -81,6 +81,12 @@ def checkpoint_key(spec: dict, code: dict | None) -> str:
     return sha256_bytes((canonical_json(spec) + "\n" + (code or {}).get("fingerprint", "")).encode())
 
 
+def read_dev_pairs(dev_manifest: Path, dev_file: Path) -> list:
+    """STS-B dev, held to its documented count unless its prepared source's MANIFEST says it is a synthetic
+    fixture (whose counts are its own: the rehearsal's dev split)."""
+    return read_sts_benchmark(dev_file, check_counts=not read_json(dev_manifest).get("synthetic", False))
+
+
 def run_training(spec: dict, tokenized_dir: Path, dev_manifest: Path, run_dir: Path, *,
                  stop_after: int | None = None, log=print, model_manifest: Path | None = None,
                  progress=None, keep_resume_state: bool = True) -> dict:
@@ -116,7 +122,7 @@ def run_training(spec: dict, tokenized_dir: Path, dev_manifest: Path, run_dir: P
     method, model = initial_model(backbone, method_spec, seed, training.get("attention", "eager"), reference.location)
     corpus = method.training_items(TokenizedCorpus.open(tokenized_dir), seed)
     settings = TrainSettings.from_params(params, training, device, precision)
-    scorer = stsb_dev_scorer(method, read_sts_benchmark(dev_file), 128, device, dev_precision)
+    scorer = stsb_dev_scorer(method, read_dev_pairs(dev_manifest, dev_file), 128, device, dev_precision)
     meta = {"kind": method_spec["kind"], "family": backbone["family"], "params": params, "seed": seed}
     summary = train(method, model, corpus, run_dir, settings, seed, scorer, save_meta=meta, log=log,
                     stop_after=stop_after, resume_key=checkpoint_key(spec, running_record()), progress=progress)

@@ -13,9 +13,12 @@ def figure_metrics(w):
 
 
 def primary_stand_in(name, backbone):
-    """The paper backbone a demo backbone is labelled as in figures (the first of a list)."""
+    """The paper backbone a demo backbone is labelled as in figures (the first of a list); a tiny random
+    backbone (the rehearsal) is labelled as what it is, whatever its name."""
     value = backbone.get("stands_in_for", name)
-    return value if isinstance(value, str) else value[0]
+    value = value if isinstance(value, str) else value[0]
+    label = tiny.stand_in_label(backbone)
+    return f"{value} ({label})" if label else value
 
 
 def figure_context():
