@@ -1,7 +1,7 @@
 """The workflow's rule graph, the picture on the README and the site's home page, generated from the Snakefile.
 
 ``snakemake --rulegraph`` on the demo profile (whose overlay turns on every suite, figure, the demo summary and
-the exports, so every rule is in it) gives the graph in Graphviz's DOT language: ``docs/img/rulegraph.dot`` is
+the exports, so every rule is in it but the rehearsal's ``tiny_model``) gives the graph in Graphviz's DOT language: ``docs/img/rulegraph.dot`` is
 that text (its node numbers made canonical), and ``docs/img/rulegraph.svg`` is it drawn by Graphviz (Debian's
 ``graphviz``; implied edges left out of the picture).
 
