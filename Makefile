@@ -62,7 +62,10 @@ rehearsal: setup system-deps
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --profile profiles/rehearsal $(REHEARSAL_ARGS)
 	@echo "Where the time went (per step, from the jobs' benchmark files):"
 	@$(BIN)/sentrepro times results/rehearsal resources/rehearsal
-	@echo "Tables: results/rehearsal/tables/; verdicts: results/rehearsal/verdicts/"
+	@echo "Audit of three cells drawn at random from each table:"
+	@for t in results/rehearsal/tables/*.csv; do case $$t in *.seeds.csv) continue;; esac; \
+	  $(BIN)/sentrepro audit $$t --random 3 --seed 0 || exit 1; done
+	@echo "Tables: results/rehearsal/tables/; verdicts: results/rehearsal/verdicts.md"
 
 # Two pytest-xdist workers, each test file whole on one of them, the SLURM tests together on one
 # (tests/conftest.py: pytest_xdist_make_scheduler). PYTEST_WORKERS=0 runs everything in one process.

@@ -290,3 +290,12 @@ def test_training_reads_a_synthetic_dev_split_without_the_real_count(synthetic_s
     real.write_text(json.dumps({"name": "senteval"}), encoding="utf-8")
     with pytest.raises(CountMismatch, match="1500"):
         read_dev_pairs(real, dev)
+
+
+def test_audit_random_draws_filled_cells_and_refuses_a_table_without_any(tmp_path, capsys):
+    from sentrepro.cli import main
+
+    table = tmp_path / "t.csv"
+    table.write_text("table,row,column,value,std,n,reported,provenance\nt,r,c,,,0,71.2,\n", encoding="utf-8")
+    assert main(["audit", str(table), "--random", "3"]) == 2
+    assert "no cell with a value of ours to audit" in capsys.readouterr().err

@@ -82,3 +82,5 @@ def test_an_audit_of_a_rehearsal_cell_passes_and_names_the_stand_in(rehearsal_sl
         row = next(r for r in csv.DictReader(handle) if r["value"] and "tiny random deberta/base" in r["row"])
     assert main(["audit", str(table), row["row"], row["column"]]) == 0
     assert "tiny random deberta/base in place of deberta-base" in capsys.readouterr().out
+    assert main(["audit", str(table), "--random", "3", "--seed", "1"]) == 0  # make rehearsal's own check
+    assert capsys.readouterr().out.count("ok   results/rehearsal/tables/mocoutrl_table1.csv") == 3

@@ -445,6 +445,8 @@ def cmd_export_card(args) -> int:
 def cmd_audit(args) -> int:
     from sentrepro.records.audit import AuditError, audit_cell, audit_export, audit_verdict, is_verdict_csv
 
+    if args.random:
+        return _audit_random_cells(Path(args.csv), args.random, args.seed)
     try:
         if Path(args.csv).is_dir():
             report = audit_export(Path(args.csv))
@@ -460,6 +462,31 @@ def cmd_audit(args) -> int:
         raise UsageError(str(exc)) from exc
     sys.stdout.write(report.text())
     return 0 if report.ok else 1
+
+
+def _audit_random_cells(table: Path, count: int, seed: int) -> int:
+    """Audit ``count`` cells of ``table`` drawn at random (``seed``) among those with a value of ours; one line
+    per cell, exit 1 when any fails. A table without such a cell is an error, never a pass."""
+    import csv
+    import random
+
+    from sentrepro.records.audit import AuditError, audit_cell
+
+    with open(table, encoding="utf-8", newline="") as handle:
+        filled = [(row["row"], row["column"]) for row in csv.DictReader(handle) if row.get("value")]
+    if not filled:
+        raise UsageError(f"{table}: no cell with a value of ours to audit")
+    failed = 0
+    for row, column in random.Random(seed).sample(filled, min(count, len(filled))):
+        try:
+            report = audit_cell(table, row, column)
+        except AuditError as exc:
+            raise UsageError(str(exc)) from exc
+        failed += not report.ok
+        print(f"{'ok  ' if report.ok else 'FAIL'} {table} [{row}] [{column}]")
+        if not report.ok:
+            sys.stdout.write(report.text())
+    return 1 if failed else 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -641,6 +668,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("csv", help="a table's <name>.csv, verdicts.csv, or an exported folder (sentrepro export)")
     p.add_argument("row", nargs="?", default=None, help="the table row, or the claim id of a verdict row")
     p.add_argument("column", nargs="?", default=None, help="the table column (not for verdicts.csv)")
+    p.add_argument("--random", type=int, default=0, metavar="N", help="audit N cells of the table drawn at random")
+    p.add_argument("--seed", type=int, default=0, help="the draw's seed (--random)")
     p.set_defaults(func=cmd_audit)
     return parser
 
