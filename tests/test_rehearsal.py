@@ -299,3 +299,28 @@ def test_audit_random_draws_filled_cells_and_refuses_a_table_without_any(tmp_pat
     table.write_text("table,row,column,value,std,n,reported,provenance\nt,r,c,,,0,71.2,\n", encoding="utf-8")
     assert main(["audit", str(table), "--random", "3"]) == 2
     assert "no cell with a value of ours to audit" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("model", ["tiny://roberta/base", "tiny://bert-uncased/base"])
+def test_a_tiny_models_first_last_average_spans_every_dimension_for_whitening(tmp_path, corpus, wiki_sentences, model):
+    """Found by the rehearsal: BERT-whitening on a tiny RoBERTa stopped with a singular covariance. Each
+    LayerNorm output lies in a hyperplane (normal 1/gain); whitening averages the first and the last layer
+    (config.yaml: avg_first_last, first-layer), which leaves that hyperplane only when the two layers' gains
+    differ, as a pretrained model's do and an untrained one's (all 1) do not."""
+    import numpy as np
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    from sentrepro.methods.baselines import whitening_kernel
+
+    tiny.build(model, corpus, tmp_path / "m")
+    tokenizer = AutoTokenizer.from_pretrained(str(tmp_path / "m"))
+    encoder = AutoModel.from_pretrained(str(tmp_path / "m")).eval()
+    batch = tokenizer(wiki_sentences[:200], padding=True, truncation=True, max_length=32, return_tensors="pt")
+    with torch.no_grad():
+        states = encoder(**batch, output_hidden_states=True).hidden_states
+    hidden = (states[1] + states[-1]) / 2  # (200, L, H) whitening's first-last average
+    mask = batch["attention_mask"].unsqueeze(-1)
+    vectors = ((hidden * mask).sum(1) / mask.sum(1)).numpy()  # (200, H) mean-pooled
+    assert np.linalg.matrix_rank(np.cov(vectors.T)) == vectors.shape[1]
+    whitening_kernel(vectors)  # raised "singular" before the fix
