@@ -324,3 +324,16 @@ def test_a_tiny_models_first_last_average_spans_every_dimension_for_whitening(tm
     vectors = ((hidden * mask).sum(1) / mask.sum(1)).numpy()  # (200, H) mean-pooled
     assert np.linalg.matrix_rank(np.cov(vectors.T)) == vectors.shape[1]
     whitening_kernel(vectors)  # raised "singular" before the fix
+
+
+def test_the_synthetic_stsb_test_split_serves_the_papers_tsne_protocol(synthetic_senteval):
+    """Found by the rehearsal: t-SNE (ConPVP Fig. 6) asks for 10 STS-B test pairs at each gold score 0, 3 and
+    5; the fixture had 5 at 0. The counts asked are config.yaml's."""
+    from sentrepro.data.benchmarks.sts import read_sts_benchmark
+    from sentrepro.evaluation.geometry import pairs_at_scores
+
+    tsne = load_config(REPO / "config.yaml")["evaluation"]["tsne"]
+    pairs = read_sts_benchmark(synthetic_senteval / "files" / "STS" / "STSBenchmark" / "sts-test.csv",
+                               check_counts=False)
+    groups = pairs_at_scores([p.score for p in pairs], tsne["gold_scores"], tsne["pairs_per_score"], tsne["seed"])
+    assert [len(g) for g in groups] == [tsne["pairs_per_score"]] * len(tsne["gold_scores"])
