@@ -337,3 +337,19 @@ def test_the_synthetic_stsb_test_split_serves_the_papers_tsne_protocol(synthetic
                                check_counts=False)
     groups = pairs_at_scores([p.score for p in pairs], tsne["gold_scores"], tsne["pairs_per_score"], tsne["seed"])
     assert [len(g) for g in groups] == [tsne["pairs_per_score"]] * len(tsne["gold_scores"])
+
+
+def test_every_fewshot_task_of_the_synthetic_senteval_has_the_papers_shots(synthetic_senteval):
+    """Found by the rehearsal: ConPVP Fig. 7's 16 shots per class met TREC's fixture with 10 questions per
+    class. Tasks, shots, seeds and the holdout are config.yaml's (defaults filled)."""
+    from sentrepro.evaluation.fewshot import sample_per_class
+    from sentrepro.evaluation.subsets import SubsetLog
+    from sentrepro.evaluation.suites import fewshot_split, load_transfer_tasks
+
+    cfg = load_config(REPO / "config.yaml")["evaluation"]["fewshot"]
+    tasks, _ = load_transfer_tasks(synthetic_senteval / "files", cfg["tasks"], SubsetLog(None, 0), check_counts=False)
+    holdout = {"folds": cfg["holdout_folds"], "seed": cfg["holdout_seed"]}
+    for task, splits in tasks.items():
+        pool, _ = fewshot_split(task, splits, holdout)
+        for seed in cfg["seeds"]:
+            assert len(sample_per_class(pool.labels, cfg["shots"], seed)) % cfg["shots"] == 0, task

@@ -50,6 +50,10 @@ SICK_SIZES = {"train": 40, "dev": 20, "test": 30}
 BINARY_SIZES = {"MR": (30, 30), "CR": (30, 20), "SUBJ": (30, 30), "MPQA": (20, 30)}
 SST_SIZES = {"train": 60, "dev": 20, "test": 20}
 TREC_PER_CLASS = {"train": 10, "test": 5}
+# ConPVP Fig. 7 (suite fewshot, config.yaml) samples 16 training rows per class; TREC's train file gets the
+# questions it lacks from a stream of its own, appended, so every other file stays as it was (found by the
+# rehearsal; tests/test_rehearsal.py checks every few-shot task against config.yaml's shots)
+FEWSHOT_SHOTS = 16
 MRPC_PER_LABEL = {"train": 20, "test": 10}
 
 _POSITIVE = ("good", "great", "charming", "wonderful", "moving", "funny", "brilliant", "delightful", "best", "fresh")
@@ -181,6 +185,12 @@ def _trec(rng: random.Random) -> dict[str, bytes]:
                 question = rng.choice(_TREC_TEMPLATES[coarse]).format(w=rng.choice(rng.choice(TOPICS)))
                 lines.append(f"{coarse}:{_TREC_FINE[coarse]} {question}")
         rng.shuffle(lines)
+        if split == "train":
+            extra = random.Random(f"{SEED}-trec-fewshot")
+            for coarse in TREC_CLASSES:
+                for _ in range(max(0, FEWSHOT_SHOTS - per_class)):
+                    question = extra.choice(_TREC_TEMPLATES[coarse]).format(w=extra.choice(extra.choice(TOPICS)))
+                    lines.append(f"{coarse}:{_TREC_FINE[coarse]} {question}")
         tree[f"TREC/{files[split]}"] = _text(lines, encoding="latin-1")
     return tree
 
