@@ -30,6 +30,7 @@ from sentrepro.encoder.encode import encode_sentences
 from sentrepro.evaluation.subsets import SubsetLog
 from sentrepro.files import atomic_write_json, nonfinite_keys
 from sentrepro.records.integrity import verify_dataset
+from sentrepro.records.metrics_schema import RESULT_KEYS, declared_keys
 from sentrepro.records.recorded import add_verified_input, verify_best
 from sentrepro.methods import build_method
 from sentrepro.methods.base import Method, SentenceModel
@@ -164,6 +165,7 @@ def write_metrics(job: SuiteJob, out: Path, results: dict, *, aggregation: str, 
     payload = {
         "suite": job.suite,
         "results": results,
+        RESULT_KEYS: declared_keys(results),  # what the table builder reads this file against (metrics_schema)
         "aggregation": aggregation,
         "data": {"source": job.spec.get("source"), "synthetic": bool(job.spec.get("synthetic", False))},
         "subset": subset.record() if subset is not None else None,
