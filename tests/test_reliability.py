@@ -45,6 +45,28 @@ def test_atomic_files_and_folders_get_the_modes_the_umask_allows(tmp_path, mask)
     assert (tmp_path / "d").stat().st_mode & 0o777 == 0o777 & ~mask
 
 
+@pytest.mark.parametrize("mask", [0o022, 0o077])
+def test_files_a_library_writes_0600_inside_an_atomic_folder_get_the_umask_modes(tmp_path, mask):
+    """safetensors (and so save_pretrained) writes its files 0600 whatever the umask: a run's best/ weights and
+    an export's whitening.safetensors were private to their writer (issue 48)."""
+    from safetensors.torch import save_file
+
+    old = os.umask(mask)
+    try:
+        with atomic_dir(tmp_path / "best") as tmp:
+            save_file({"w": torch.zeros(2)}, str(tmp / "model.safetensors"))
+            (tmp / "sub").mkdir(mode=0o700)
+            os.close(os.open(tmp / "sub" / "private", os.O_CREAT | os.O_WRONLY, 0o600))
+            (tmp / "run.sh").write_text("#!/bin/sh\n")
+            os.chmod(tmp / "run.sh", 0o700)
+    finally:
+        os.umask(old)
+    assert (tmp_path / "best" / "model.safetensors").stat().st_mode & 0o777 == 0o666 & ~mask
+    assert (tmp_path / "best" / "sub" / "private").stat().st_mode & 0o777 == 0o666 & ~mask
+    assert (tmp_path / "best" / "sub").stat().st_mode & 0o777 == 0o777 & ~mask
+    assert (tmp_path / "best" / "run.sh").stat().st_mode & 0o777 == 0o777 & ~mask  # executable stays executable
+
+
 # --- 2. non-finite values never leave a job --------------------------------------------------------------
 
 
