@@ -371,6 +371,26 @@ def test_disk_full_in_an_atomic_write_names_the_path_and_the_space_needed(tmp_pa
     assert list(target.parent.iterdir()) == []
 
 
+def test_a_full_disk_under_the_ledger_names_the_ledger(tmp_path, monkeypatch):
+    """os.write's ENOSPC names no file: the command's one line was a bare '[Errno 28] No space left on device'."""
+    real_write = os.write
+
+    def no_space(fd, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    ledger_file = tmp_path / "results" / "x" / "ledger.jsonl"
+    monkeypatch.setattr(ledger.os, "write", no_space)
+    with pytest.raises(OSError) as caught:
+        ledger.append(ledger_file, [{"path": "results/x/m.json", "sha256": "0" * 64}])
+    monkeypatch.setattr(ledger.os, "write", real_write)
+    assert caught.value.errno == errno.ENOSPC
+    assert str(ledger_file) in str(caught.value) and "free there" in str(caught.value)
+    from sentrepro.cli import _user_error
+
+    message, code = _user_error(caught.value)
+    assert code == 1 and f"no space left on the device writing {ledger_file}: needs about" in message
+
+
 def test_a_checkpoint_save_on_a_full_disk_names_the_checkpoint_and_the_space_needed(tmp_path, monkeypatch):
     import sentrepro.training.loop as train_module
 
