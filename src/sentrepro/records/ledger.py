@@ -185,6 +185,29 @@ def record_dropped(files: list[dict], command: str, reason: str) -> int:
     return sum(len(r) for r in by_ledger.values())
 
 
+def record_removed(ledgers: list[Path], reason: str) -> int:
+    """Append a ``removed`` line for every path whose latest line in ``ledgers`` records a write, and whose file
+    is gone: an output its job recorded and did not keep. A command records its outputs only when it succeeds,
+    but Snakemake may still fail the job afterwards (its log's pipe failing on a full disk, an output
+    missing, a scheduler's time limit) and then removes the outputs; the Snakefile's ``onerror`` calls this
+    so that the ledger's latest word on each such path is that it was removed, and why. Paths are keyed as
+    :func:`locate` keys them (project ledgers: relative to the project; a store's: to the store). Returns
+    the number of lines."""
+    now = _dt.datetime.now(_dt.timezone.utc).isoformat()
+    appended = 0
+    for ledger in map(Path, ledgers):
+        if not ledger.is_file():
+            continue
+        base = Path() if project_relative(ledger) is not None else ledger.parent
+        gone = [entry for key, entry in sorted(read_ledger(ledger).items())
+                if not entry.get("dropped") and not entry.get("removed") and not (base / key).exists()]
+        append(ledger, [{"path": entry["path"], "sha256": entry["sha256"], "bytes": entry.get("bytes"),
+                         "command": entry.get("command"), "time": now, "host": socket.gethostname(),
+                         "slurm_job_id": os.environ.get("SLURM_JOB_ID"), "removed": reason} for entry in gone])
+        appended += len(gone)
+    return appended
+
+
 @dataclass(frozen=True)
 class Fault:
     """A ledger line that is not a complete record: skipped by the reader, named by the audit."""
