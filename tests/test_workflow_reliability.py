@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,7 @@ TABLE = Path("results/wftest/tables/sts_main.csv")
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory, shared_data, tiny_models):
     workdir = tmp_path_factory.mktemp("wfrel")
-    overlay = tiny_overlay(shared_data, tiny_models)
+    overlay = tiny_overlay(shared_data, tiny_models, sentences=100_000)  # every line: a corpus text over 1 MB
     overlay["training"]["keep_resume_state"] = True  # the truncated-checkpoint test below needs last/ of a finished run
     write_overlay(workdir, overlay)
     snakemake(workdir)
@@ -109,6 +110,18 @@ def test_issue_48_a_key_removed_from_a_metrics_file_stops_the_table_naming_file_
     assert run.returncode != 0
     assert (copy / TABLE).read_text() == table if (copy / TABLE).exists() else True
     assert _logs_mentioning(copy, f"{SIMCSE_STS}: results.STSBenchmark is missing, which its sts job wrote")
+
+
+def test_issue_48_a_touch_of_a_large_file_the_workflow_downloaded_or_wrote_plans_nothing(copy):
+    """Snakemake compares an input's content with what its reader saw only up to --max-checksum-file-size (1 MB
+    by default): a touched larger input replanned every job downstream of it."""
+    later = time.time() + 120
+    large = [p for root in ("resources", "results") for p in (copy / root).rglob("*")
+             if p.is_file() and not p.is_symlink() and p.stat().st_size > 1_000_000]
+    assert any(p.name == "sentences.txt" for p in large), large  # the corpus text, read by tokenize
+    for path in large:
+        os.utime(path, (later, later))
+    assert planned_jobs(snakemake(copy, "-n")) == {}
 
 
 def test_issue_48_no_file_the_workflow_wrote_is_private_under_umask_022(finished_run):
