@@ -145,7 +145,7 @@ def test_a_missing_offsets_file_or_an_unstamped_record_is_named(tokenized):
     with pytest.raises(IntegrityError, match=r"offsets\.npy: written by the tokenize job .* is missing"):
         verify_tokenized(tokenized)
     record = json.loads((tokenized / "tokenized.json").read_text())
-    record.pop("files")
+    record.pop("token_files")
     (tokenized / "tokenized.json").write_text(json.dumps(record))
     with pytest.raises(IntegrityError, match=r"tokenized\.json: records no hashes .* rerun its tokenize job"):
         verify_tokenized(tokenized)

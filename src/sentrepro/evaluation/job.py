@@ -41,7 +41,7 @@ from sentrepro.pretrained.reference import resolve_model
 from sentrepro.records.provenance import Provenance
 
 def load_for_eval(spec: dict, run_dir: Path | None, model_manifest: Path | None = None
-                  ) -> tuple[Method, SentenceModel, list[tuple[Path, str]]]:
+                  ) -> tuple[Method, SentenceModel, list[tuple]]:
     """The method and model to evaluate, and their provenance inputs (path, role[, sha256 verified]): the best
     checkpoint of a run (verified against its ``train.json``), or the frozen backbone (from its snapshot
     ``model_manifest``)."""

@@ -88,7 +88,7 @@ def verify_recorded(directory: Path, files: dict[str, dict], record: Path, write
 # --- the records this project's readers check -----------------------------------------------------------
 
 BEST_ROLE = "best checkpoint file (output)"  # how train.json's provenance lists each best/ file
-RECORDED_FILES = "files"  # the key of a writer's content_record in its JSON record
+TOKEN_FILES = "token_files"  # the key of the tokenize job's content_record in meta.json and tokenized.json
 
 
 def verify_best(run_dir: Path) -> dict[Path, str]:
@@ -114,7 +114,7 @@ def verify_tokenized(directory: Path, record_name: str = "tokenized.json") -> di
     job wrote beside it."""
     directory = Path(directory)
     record = directory / record_name
-    files = read_json(record).get(RECORDED_FILES)
+    files = read_json(record).get(TOKEN_FILES)
     fix = f"rerun its tokenize job (snakemake --forcerun {record})"
     if not isinstance(files, dict) or not files:
         raise IntegrityError(f"{record}: records no hashes of the token files beside it (written by an older "

@@ -19,7 +19,7 @@ import numpy as np
 from sentrepro.runs import canonical_json
 from sentrepro.files import atomic_path, atomic_write_json, read_json
 from sentrepro.hashing import sha256_bytes
-from sentrepro.records.recorded import RECORDED_FILES, content_record
+from sentrepro.records.recorded import TOKEN_FILES, content_record
 
 CHUNK = 4096
 
@@ -50,7 +50,7 @@ def tokenize_corpus(sentences_file: Path, tokenizer, out_dir: Path, *, progress:
             np.save(handle, offsets)
     meta = {
         # each token file's sha256, size and stamp: what a training job checks before it trains on them
-        RECORDED_FILES: content_record([out_dir / "ids.npy", out_dir / "offsets.npy"]),
+        TOKEN_FILES: content_record([out_dir / "ids.npy", out_dir / "offsets.npy"]),
         "sentences": len(lines),
         "tokens": int(ids.size),
         "max_length": int(lengths.max()) if len(lines) else 0,
