@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -73,3 +74,15 @@ def test_snakemake_dry_run_names_a_broken_package_yaml_in_one_line_without_a_tra
     assert re.search(rf"^{re.escape(str(claims))}:56:6: YAML syntax error: did not find expected ',' or ']'",
                      out, re.M), out
     assert "<unicode string>" not in out and "yaml/_yaml.pyx" not in out and "codedeps.py" not in out, out
+
+
+def test_a_broken_json_file_is_one_line_file_line_column(tmp_path):
+    from sentrepro.cli import _user_error
+    from sentrepro.files import read_json
+
+    path = tmp_path / "MANIFEST.json"
+    path.write_text('{"files": {\n  "a.txt" "0"}}\n', encoding="utf-8")
+    with pytest.raises(json.JSONDecodeError) as caught:
+        read_json(path)
+    assert str(caught.value) == f"{path}:2:11: JSON syntax error: Expecting ':' delimiter"
+    assert _user_error(caught.value) == (f"{path}:2:11: JSON syntax error: Expecting ':' delimiter", 2)

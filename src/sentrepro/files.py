@@ -168,7 +168,15 @@ def atomic_write_json(target: str | os.PathLike, payload: Any) -> None:
 
 
 class JSONFileError(json.JSONDecodeError):
-    """A JSON file that does not parse; its message starts with the file's path."""
+    """A JSON file that does not parse; its message is one line ``<path>:<line>:<column>: <what>``."""
+
+    def __init__(self, msg: str, doc: str, pos: int, path: str | os.PathLike = "<string>"):
+        super().__init__(msg, doc, pos)
+        self.path = str(path)
+        self.args = (f"{path}:{self.lineno}:{self.colno}: JSON syntax error: {msg}",)
+
+    def __reduce__(self):
+        return self.__class__, (self.msg, self.doc, self.pos, self.path)
 
 
 def read_json(path: str | os.PathLike) -> Any:
@@ -178,4 +186,4 @@ def read_json(path: str | os.PathLike) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise JSONFileError(f"{path}: {exc.msg}", exc.doc, exc.pos) from None
+        raise JSONFileError(exc.msg, exc.doc, exc.pos, path) from None
