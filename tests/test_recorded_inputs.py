@@ -149,3 +149,40 @@ def test_a_missing_offsets_file_or_an_unstamped_record_is_named(tokenized):
     (tokenized / "tokenized.json").write_text(json.dumps(record))
     with pytest.raises(IntegrityError, match=r"tokenized\.json: records no hashes .* rerun its tokenize job"):
         verify_tokenized(tokenized)
+
+
+@pytest.fixture
+def corpus_text(tmp_path, shared_data) -> Path:
+    """``sentences.txt`` and its record as ``prepare_corpus`` (build_corpus) writes them."""
+    import hashlib
+
+    from sentrepro.data.prepare import build_corpus
+
+    files = tmp_path / "src" / "files"
+    files.mkdir(parents=True)
+    head = (shared_data / "wiki" / "wiki1m_for_simcse.first1280000bytes.txt").read_bytes()[:20000]
+    (files / "wiki.txt").write_bytes(head[:head.rindex(b"\n") + 1])
+    digest = hashlib.sha256((files / "wiki.txt").read_bytes()).hexdigest()
+    (tmp_path / "src" / "MANIFEST.json").write_text(json.dumps({"name": "w", "files": {"wiki.txt": digest}}))
+    out = tmp_path / "corpus" / "sentences.txt"
+    build_corpus({"name": "w", "source": "w", "file": "wiki.txt", "reader": "lines", "max_sentences": None},
+                 tmp_path / "src" / "MANIFEST.json", out)
+    return out
+
+
+def test_a_flipped_byte_in_the_corpus_text_stops_tokenize_with_one_line(corpus_text, tmp_path, tiny_models, capsys):
+    from sentrepro.cli import main
+
+    args = ["tokenize", "--spec", json.dumps({"tokenizer": "tiny-bert", "model": str(tiny_models["bert"])}),
+            "--corpus", str(corpus_text), "--out-dir", str(tmp_path / "tok"), "--quiet"]
+    assert main(args) == 0  # intact: tokenized
+    capsys.readouterr()
+    data = corpus_text.read_bytes()
+    corpus_text.write_bytes(data[:100] + bytes(b ^ 0x20 if chr(b).isalpha() else b for b in data[100:104])
+                            + data[104:])  # four letters' case swapped: still text, same size
+    assert corpus_text.read_bytes() != data
+    assert main(args) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"sentrepro tokenize: {corpus_text}: written by the prepare_corpus job and recorded in "
+                          f"{corpus_text}.json, differs: sha256 "), err
+    assert "\n" not in err

@@ -101,6 +101,17 @@ def test_issue_48_a_flipped_token_id_stops_the_training_naming_the_file_and_toke
     assert f"{ids.relative_to(copy)}: written by the tokenize job and recorded in " in log.read_text()
 
 
+def test_issue_48_an_edited_corpus_text_stops_its_tokenize_job_naming_the_file_and_its_record(copy):
+    corpus = Path("resources/corpus/wiki-sample/sentences.txt")
+    data = (copy / corpus).read_bytes()
+    at = next(i for i in range(len(data) // 2, len(data)) if data[i:i + 4].isalpha())  # four ASCII letters
+    (copy / corpus).write_bytes(data[:at] + data[at:at + 4].swapcase() + data[at + 4:])  # same size, still text
+    assert (copy / corpus).read_bytes() != data
+    assert snakemake(copy, check=False).returncode != 0  # the newer text replans tokenize, which refuses it
+    (log,) = _logs_mentioning(copy, "written by the prepare_corpus job")
+    assert f"{corpus}: written by the prepare_corpus job and recorded in {corpus}.json, differs" in log.read_text()
+
+
 def test_issue_48_a_key_removed_from_a_metrics_file_stops_the_table_naming_file_and_key(copy):
     payload = json.loads((copy / SIMCSE_STS).read_text())
     del payload["results"]["STSBenchmark"]

@@ -31,7 +31,7 @@ from sentrepro.evaluation.subsets import SubsetLog
 from sentrepro.files import atomic_write_json, nonfinite_keys
 from sentrepro.records.integrity import verify_dataset
 from sentrepro.records.metrics_schema import RESULT_KEYS, declared_keys
-from sentrepro.records.recorded import add_verified_input, verify_best
+from sentrepro.records.recorded import add_verified_input, verify_best, verify_corpus
 from sentrepro.methods import build_method
 from sentrepro.methods.base import Method, SentenceModel
 from sentrepro.runs import BEST, TRAIN_SUMMARY
@@ -198,7 +198,8 @@ def run_suite(suite: str, spec: dict, run_dir: Path | None, data: Path, out: Pat
     score = registry.load_implementation(entry.implementation)
     job = open_job(suite, spec, run_dir, model_manifest)
     if entry.data == "corpus":
-        job.prov.add_input(data, "training corpus sentences")
+        verified = verify_corpus(Path(data))  # as its prepare_corpus job recorded it
+        add_verified_input(job.prov, Path(data), "training corpus sentences", verified.get(Path(data)))
         record = Path(f"{data}.json")  # prepare_corpus's record: carries the corpus provenance for audit
         if record.exists():
             job.prov.add_input(record, "corpus record")

@@ -132,3 +132,21 @@ def add_verified_input(prov, path: Path, role: str, sha256: str | None) -> dict:
     entry = {"role": role, **project_path(path), "sha256": sha256, "bytes": Path(path).stat().st_size}
     prov.inputs.append(entry)
     return entry
+
+
+CORPUS_FILES = "corpus_files"  # the key of a corpus job's content_record in its <corpus>/sentences.txt.json
+
+
+def verify_corpus(sentences_file: Path) -> dict[Path, str]:
+    """Verify a training corpus text (``prepare_corpus``'s ``sentences.txt``; for MoCoUTRL's views, ``build_views``'
+    ``sentences.txt`` and ``views.tsv``) against the record its job wrote beside it, ``sentences.txt.json``."""
+    sentences_file = Path(sentences_file)
+    record = Path(f"{sentences_file}.json")
+    payload = read_json(record)
+    writer = f"the {(payload.get('provenance') or {}).get('step') or 'corpus'} job"
+    fix = f"rerun it (snakemake --forcerun {sentences_file})"
+    files = payload.get(CORPUS_FILES)
+    if not isinstance(files, dict) or sentences_file.name not in files:
+        raise IntegrityError(f"{record}: records no hash of {sentences_file.name} (written by an older version), "
+                             f"so it cannot be verified; {fix}")
+    return verify_recorded(sentences_file.parent, files, record, writer, fix)
