@@ -242,12 +242,14 @@ def cmd_tokenize(args) -> int:
     from sentrepro.files import atomic_write_json
     from sentrepro.pretrained.reference import resolve_model
     from sentrepro.records.provenance import Provenance
+    from sentrepro.records.recorded import add_verified_input, verify_corpus
     from sentrepro.training.corpus import tokenize_corpus
 
     spec = _spec(args.spec)
     out_dir = Path(args.out_dir)
     prov = Provenance(step="tokenize", config=spec)
-    prov.add_input(args.corpus, "corpus sentences")
+    verified = verify_corpus(Path(args.corpus))  # as its corpus (or views) job recorded it
+    add_verified_input(prov, Path(args.corpus), "corpus sentences", verified.get(Path(args.corpus)))
     prov.add_input(args.corpus + ".json", "corpus record")
     if args.model_manifest:
         prov.add_input(args.model_manifest, "model manifest")
