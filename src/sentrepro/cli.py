@@ -154,9 +154,12 @@ def cmd_fetch_model(args) -> int:
 
 
 def cmd_tiny_model(args) -> int:
-    from sentrepro.pretrained.tiny import build
+    from sentrepro.pretrained.tiny import TinyModelError, build
 
-    record = build(args.model, Path(args.corpus), Path(args.out_dir))
+    try:
+        record = build(args.model, Path(args.corpus), Path(args.out_dir))
+    except TinyModelError as exc:  # a wrong tiny:// URL or corpus: the user's input
+        raise UsageError(str(exc)) from exc
     for entry in record["files"]:
         print(f"{args.model}: built {entry['path']} sha256 {entry['sha256']}")
     return 0
@@ -729,8 +732,7 @@ def _user_error(exc: Exception) -> tuple[str | None, int]:
         return f"cannot read {exc.filename}: {exc.strerror}", 2
     # the job's outcome, already one line naming the file (by name: importing them here would put their
     # modules behind every command's code fingerprint)
-    if type(exc).__name__ in ("IntegrityError", "SnapshotError", "NonFiniteResult", "NonFiniteError", "MetricsError",
-                              "TinyModelError"):
+    if type(exc).__name__ in ("IntegrityError", "SnapshotError", "NonFiniteResult", "NonFiniteError", "MetricsError"):
         return str(exc), 2 if isinstance(exc.__cause__, unreadable) else 1
     return None, 0
 
