@@ -4,6 +4,7 @@
 from snakemake.utils import min_version
 
 from sentrepro.planning.snakemake_signatures import memoize_signatures
+from sentrepro.records.ledger import record_removed
 
 min_version("9.0")
 
@@ -30,6 +31,13 @@ include: "workflow/rules/export.smk"
 
 
 check_rule_code()
+
+
+onerror:
+    # a job Snakemake failed after its command succeeded (and recorded its outputs) has its outputs removed:
+    # the ledger says so (sentrepro.records.ledger.record_removed); a shared store is left to its own checkouts
+    record_removed([f"{EXP}/ledger.jsonl"] + ([] if SHARED_STORE else [f"{RES}/ledger.jsonl"]),
+                   "gone when the workflow stopped with an error: Snakemake removes the outputs of a failed job")
 memoize_signatures(workflow.rules)  # each rule function's parameters read once (sentrepro.planning.snakemake_signatures)
 
 

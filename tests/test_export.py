@@ -21,6 +21,7 @@ import yaml
 
 from sentrepro.encoder.encode import encode_sentences
 from sentrepro.evaluation.job import load_for_eval
+from sentrepro.records.recorded import content_record
 from sentrepro.export.folder import export_run, rename_imports
 from sentrepro.encoder.start import initial_model
 from sentrepro.export.mteb_results import MTEB_STS, mteb_results
@@ -108,7 +109,9 @@ def save_run(spec: dict, run_dir: Path) -> None:
         for parameter in model.parameters():
             parameter.add_(0.02 * torch.randn(parameter.shape, generator=generator))
     model.save(run_dir / "best", method.tokenizer, {"kind": spec["method"]["kind"]})
-    (run_dir / "train.json").write_text(json.dumps({"best_step": 3, "history": []}), encoding="utf-8")
+    best_files = content_record(sorted((run_dir / "best").iterdir()))  # as run_training records best/
+    (run_dir / "train.json").write_text(json.dumps({"best_step": 3, "history": [], "best_files": best_files}),
+                                        encoding="utf-8")
 
 
 def full_rank_copy(source: Path, dest: Path) -> Path:

@@ -15,6 +15,7 @@ from sentrepro.data.extract import build_manifest, extract_archive
 from sentrepro.data.fixtures import GENERATORS, write_fixture
 from sentrepro.data.fixtures.archives import FIXED_MTIME
 from sentrepro.data.benchmarks.sts import read_sts_year
+from sentrepro.data.benchmarks.senteval import FEWSHOT_SHOTS
 from sentrepro.data.benchmarks.transfer import read_mrpc, read_trec
 from sentrepro.data.benchmarks.wos import WOS_VERSIONS, read_wos
 
@@ -79,7 +80,7 @@ def test_senteval_fixture_reads_with_the_real_parsers(senteval_tree):
     assert {subset: len(pairs) for subset, pairs in sts15.items()} == {
         "answers-forums": 12, "answers-students": 12, "belief": 12, "headlines": 12, "images": 12}
     trec = read_trec(senteval_tree / "TREC", check_counts=False)
-    assert Counter(s.label for s in trec["train"]) == {label: 10 for label in range(6)}
+    assert Counter(s.label for s in trec["train"]) == {label: FEWSHOT_SHOTS for label in range(6)}
     assert any("caf\u00e9" in s.text for s in trec["train"] + trec["test"])
     mrpc = read_mrpc(senteval_tree / "MRPC", check_counts=False)
     assert Counter(p.label for p in mrpc["train"]) == {0: 20, 1: 20}

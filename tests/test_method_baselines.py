@@ -98,7 +98,7 @@ def test_whitening_random_vectors_and_singular_error():
     kernel, mean = whitening_kernel(x)
     white = whiten(x, kernel, mean)
     assert np.allclose(white.mean(0), 0, atol=1e-5) and np.allclose(np.cov(white.T), np.eye(5), atol=1e-4)
-    with pytest.raises(ValueError, match="more distinct sentences than dimensions"):
+    with pytest.raises(ValueError, match="fewer distinct sentences than dimensions"):
         whitening_kernel(rng.normal(size=(3, 5)))
 
 

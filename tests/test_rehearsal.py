@@ -299,3 +299,57 @@ def test_audit_random_draws_filled_cells_and_refuses_a_table_without_any(tmp_pat
     table.write_text("table,row,column,value,std,n,reported,provenance\nt,r,c,,,0,71.2,\n", encoding="utf-8")
     assert main(["audit", str(table), "--random", "3"]) == 2
     assert "no cell with a value of ours to audit" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("model", ["tiny://roberta/base", "tiny://bert-uncased/base"])
+def test_a_tiny_models_first_last_average_spans_every_dimension_for_whitening(tmp_path, corpus, wiki_sentences, model):
+    """Found by the rehearsal: BERT-whitening on a tiny RoBERTa stopped with a singular covariance. Each
+    LayerNorm output lies in a hyperplane (normal 1/gain); whitening averages the first and the last layer
+    (config.yaml: avg_first_last, first-layer), which leaves that hyperplane only when the two layers' gains
+    differ, as a pretrained model's do and an untrained one's (all 1) do not."""
+    import numpy as np
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    from sentrepro.methods.baselines import whitening_kernel
+
+    tiny.build(model, corpus, tmp_path / "m")
+    tokenizer = AutoTokenizer.from_pretrained(str(tmp_path / "m"))
+    encoder = AutoModel.from_pretrained(str(tmp_path / "m")).eval()
+    batch = tokenizer(wiki_sentences[:200], padding=True, truncation=True, max_length=32, return_tensors="pt")
+    with torch.no_grad():
+        states = encoder(**batch, output_hidden_states=True).hidden_states
+    hidden = (states[1] + states[-1]) / 2  # (200, L, H) whitening's first-last average
+    mask = batch["attention_mask"].unsqueeze(-1)
+    vectors = ((hidden * mask).sum(1) / mask.sum(1)).numpy()  # (200, H) mean-pooled
+    assert np.linalg.matrix_rank(np.cov(vectors.T)) == vectors.shape[1]
+    whitening_kernel(vectors)  # raised "singular" before the fix
+
+
+def test_the_synthetic_stsb_test_split_serves_the_papers_tsne_protocol(synthetic_senteval):
+    """Found by the rehearsal: t-SNE (ConPVP Fig. 6) asks for 10 STS-B test pairs at each gold score 0, 3 and
+    5; the fixture had 5 at 0. The counts asked are config.yaml's."""
+    from sentrepro.data.benchmarks.sts import read_sts_benchmark
+    from sentrepro.evaluation.geometry import pairs_at_scores
+
+    tsne = load_config(REPO / "config.yaml")["evaluation"]["tsne"]
+    pairs = read_sts_benchmark(synthetic_senteval / "files" / "STS" / "STSBenchmark" / "sts-test.csv",
+                               check_counts=False)
+    groups = pairs_at_scores([p.score for p in pairs], tsne["gold_scores"], tsne["pairs_per_score"], tsne["seed"])
+    assert [len(g) for g in groups] == [tsne["pairs_per_score"]] * len(tsne["gold_scores"])
+
+
+def test_every_fewshot_task_of_the_synthetic_senteval_has_the_papers_shots(synthetic_senteval):
+    """Found by the rehearsal: ConPVP Fig. 7's 16 shots per class met TREC's fixture with 10 questions per
+    class. Tasks, shots, seeds and the holdout are config.yaml's (defaults filled)."""
+    from sentrepro.evaluation.fewshot import sample_per_class
+    from sentrepro.evaluation.subsets import SubsetLog
+    from sentrepro.evaluation.suites import fewshot_split, load_transfer_tasks
+
+    cfg = load_config(REPO / "config.yaml")["evaluation"]["fewshot"]
+    tasks, _ = load_transfer_tasks(synthetic_senteval / "files", cfg["tasks"], SubsetLog(None, 0), check_counts=False)
+    holdout = {"folds": cfg["holdout_folds"], "seed": cfg["holdout_seed"]}
+    for task, splits in tasks.items():
+        pool, _ = fewshot_split(task, splits, holdout)
+        for seed in cfg["seeds"]:
+            assert len(sample_per_class(pool.labels, cfg["shots"], seed)) % cfg["shots"] == 0, task

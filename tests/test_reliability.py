@@ -45,6 +45,28 @@ def test_atomic_files_and_folders_get_the_modes_the_umask_allows(tmp_path, mask)
     assert (tmp_path / "d").stat().st_mode & 0o777 == 0o777 & ~mask
 
 
+@pytest.mark.parametrize("mask", [0o022, 0o077])
+def test_files_a_library_writes_0600_inside_an_atomic_folder_get_the_umask_modes(tmp_path, mask):
+    """safetensors (and so save_pretrained) writes its files 0600 whatever the umask: a run's best/ weights and
+    an export's whitening.safetensors were private to their writer (issue 48)."""
+    from safetensors.torch import save_file
+
+    old = os.umask(mask)
+    try:
+        with atomic_dir(tmp_path / "best") as tmp:
+            save_file({"w": torch.zeros(2)}, str(tmp / "model.safetensors"))
+            (tmp / "sub").mkdir(mode=0o700)
+            os.close(os.open(tmp / "sub" / "private", os.O_CREAT | os.O_WRONLY, 0o600))
+            (tmp / "run.sh").write_text("#!/bin/sh\n")
+            os.chmod(tmp / "run.sh", 0o700)
+    finally:
+        os.umask(old)
+    assert (tmp_path / "best" / "model.safetensors").stat().st_mode & 0o777 == 0o666 & ~mask
+    assert (tmp_path / "best" / "sub" / "private").stat().st_mode & 0o777 == 0o666 & ~mask
+    assert (tmp_path / "best" / "sub").stat().st_mode & 0o777 == 0o777 & ~mask
+    assert (tmp_path / "best" / "run.sh").stat().st_mode & 0o777 == 0o777 & ~mask  # executable stays executable
+
+
 # --- 2. non-finite values never leave a job --------------------------------------------------------------
 
 
@@ -347,6 +369,26 @@ def test_disk_full_in_an_atomic_write_names_the_path_and_the_space_needed(tmp_pa
     assert str(target) in message and "needs about 0.0 MiB" in message and "free there" in message
     assert caught.value.errno == errno.ENOSPC
     assert list(target.parent.iterdir()) == []
+
+
+def test_a_full_disk_under_the_ledger_names_the_ledger(tmp_path, monkeypatch):
+    """os.write's ENOSPC names no file: the command's one line was a bare '[Errno 28] No space left on device'."""
+    real_write = os.write
+
+    def no_space(fd, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    ledger_file = tmp_path / "results" / "x" / "ledger.jsonl"
+    monkeypatch.setattr(ledger.os, "write", no_space)
+    with pytest.raises(OSError) as caught:
+        ledger.append(ledger_file, [{"path": "results/x/m.json", "sha256": "0" * 64}])
+    monkeypatch.setattr(ledger.os, "write", real_write)
+    assert caught.value.errno == errno.ENOSPC
+    assert str(ledger_file) in str(caught.value) and "free there" in str(caught.value)
+    from sentrepro.cli import _user_error
+
+    message, code = _user_error(caught.value)
+    assert code == 1 and f"no space left on the device writing {ledger_file}: needs about" in message
 
 
 def test_a_checkpoint_save_on_a_full_disk_names_the_checkpoint_and_the_space_needed(tmp_path, monkeypatch):

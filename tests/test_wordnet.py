@@ -26,6 +26,7 @@ from sentrepro.data.views import (
     word_tokenize,
 )
 from sentrepro.data.wordnet import WordNet, WordNetError, locate_database, parse_data_line
+from sentrepro.records.recorded import content_record
 
 HEADER = "  1 This software and database is being provided to you, the LICENSEE, by  \n  2 Princeton University  \n"
 
@@ -234,6 +235,9 @@ def test_build_views_outputs_and_triples_round_trip(tmp_path, wordnet):
     corpus = tmp_path / "sentences.txt"
     corpus.write_text("A happy man walked home.\nNothing here at all.\nAn unhappy woman ran home.\n"
                       "Short.\nThe happy dog ran home.\n", encoding="utf-8")
+    # its record as prepare_corpus writes it: build_views verifies the text against it before reading
+    (tmp_path / "sentences.txt.json").write_text(json.dumps({"corpus_files": content_record([corpus]),
+                                                             "provenance": {"step": "prepare_corpus"}}))
     manifest = _prepare_wordnet_source(tmp_path)
     spec = {"wordnet_source": "wordnet", "seed": 3, "min_words": 3, "max_words": 50}
     assert cli_main(["build-views", "--spec", json.dumps(spec), "--corpus", str(corpus),

@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,7 @@ TABLE = Path("results/wftest/tables/sts_main.csv")
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory, shared_data, tiny_models):
     workdir = tmp_path_factory.mktemp("wfrel")
-    overlay = tiny_overlay(shared_data, tiny_models)
+    overlay = tiny_overlay(shared_data, tiny_models, sentences=100_000)  # every line: a corpus text over 1 MB
     overlay["training"]["keep_resume_state"] = True  # the truncated-checkpoint test below needs last/ of a finished run
     write_overlay(workdir, overlay)
     snakemake(workdir)
@@ -60,6 +61,89 @@ def test_a_flipped_weight_byte_reruns_its_jobs_which_fail_naming_the_file(copy):
         _logs_mentioning(copy, f"{weights} does not match")
 
 
+def rerecord_best(run: Path) -> None:
+    """Record ``run/best`` in its train.json as the files are now (what the train job records)."""
+    from sentrepro.records.recorded import content_record
+
+    summary = json.loads((run / "train.json").read_text())
+    summary["best_files"] = content_record(sorted((run / "best").iterdir()))
+    (run / "train.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+
+
+def _flip(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    for i in range(4):
+        data[len(data) // 2 + i] ^= 0xFF  # same size
+    path.write_bytes(bytes(data))
+
+
+def _forced(workdir: Path, target: Path) -> subprocess.CompletedProcess:
+    return snakemake(workdir, "-f", str(target), check=False)
+
+
+def test_issue_48_a_flipped_best_byte_stops_its_evaluation_naming_the_file_and_train_json(copy):
+    weights = SIMCSE / "best" / "model.safetensors"
+    _flip(copy / weights)
+    before = (copy / SIMCSE_STS).read_bytes()
+    assert _forced(copy, SIMCSE_STS).returncode != 0
+    assert not (copy / SIMCSE_STS).exists() or (copy / SIMCSE_STS).read_bytes() == before
+    (log,) = _logs_mentioning(copy, "written by the train job")
+    line = next(x for x in log.read_text().splitlines() if "written by the train job" in x)
+    assert line.startswith(f"sentrepro evaluate: {weights}: written by the train job and recorded in "
+                           f"{SIMCSE / 'train.json'}, differs: sha256 "), line
+
+
+def test_issue_48_a_flipped_token_id_stops_the_training_naming_the_file_and_tokenized_json(copy):
+    (ids,) = (copy / "resources" / "tokenized").glob("*/wiki-sample/ids.npy")
+    _flip(ids)
+    assert _forced(copy, SIMCSE / "train.json").returncode != 0
+    (log,) = _logs_mentioning(copy, "written by the tokenize job")
+    assert f"{ids.relative_to(copy)}: written by the tokenize job and recorded in " in log.read_text()
+
+
+def test_issue_48_an_edited_corpus_text_stops_its_tokenize_job_naming_the_file_and_its_record(copy):
+    corpus = Path("resources/corpus/wiki-sample/sentences.txt")
+    data = (copy / corpus).read_bytes()
+    at = next(i for i in range(len(data) // 2, len(data)) if data[i:i + 4].isalpha())  # four ASCII letters
+    (copy / corpus).write_bytes(data[:at] + data[at:at + 4].swapcase() + data[at + 4:])  # same size, still text
+    assert (copy / corpus).read_bytes() != data
+    assert snakemake(copy, check=False).returncode != 0  # the newer text replans tokenize, which refuses it
+    (log,) = _logs_mentioning(copy, "written by the prepare_corpus job")
+    assert f"{corpus}: written by the prepare_corpus job and recorded in {corpus}.json, differs" in log.read_text()
+
+
+def test_issue_48_a_key_removed_from_a_metrics_file_stops_the_table_naming_file_and_key(copy):
+    payload = json.loads((copy / SIMCSE_STS).read_text())
+    del payload["results"]["STSBenchmark"]
+    (copy / SIMCSE_STS).write_text(json.dumps(payload))
+    table = (copy / TABLE).read_text()
+    run = snakemake(copy, check=False)  # the edited file is newer: its table is planned again
+    assert run.returncode != 0
+    assert (copy / TABLE).read_text() == table if (copy / TABLE).exists() else True
+    assert _logs_mentioning(copy, f"{SIMCSE_STS}: results.STSBenchmark is missing, which its sts job wrote")
+
+
+def test_issue_48_a_touch_of_a_large_file_the_workflow_downloaded_or_wrote_plans_nothing(copy):
+    """Snakemake compares an input's content with what its reader saw only up to --max-checksum-file-size (1 MB
+    by default): a touched larger input replanned every job downstream of it."""
+    later = time.time() + 120
+    large = [p for root in ("resources", "results") for p in (copy / root).rglob("*")
+             if p.is_file() and not p.is_symlink() and p.stat().st_size > 1_000_000]
+    assert any(p.name == "sentences.txt" for p in large), large  # the corpus text, read by tokenize
+    for path in large:
+        os.utime(path, (later, later))
+    assert planned_jobs(snakemake(copy, "-n")) == {}
+
+
+def test_issue_48_no_file_the_workflow_wrote_is_private_under_umask_022(finished_run):
+    from sentrepro.files import current_umask
+
+    if current_umask() & 0o044:
+        pytest.skip("the tests run under a umask that hides files from the group and others")
+    private = [p for p in (finished_run / "results").rglob("*") if p.is_file() and p.stat().st_mode & 0o044 == 0]
+    assert not private, private[:5]
+
+
 def test_a_nan_score_fails_its_job_and_leaves_the_old_metrics(copy):
     """The job (its exact command, from the plan) fails naming task and cause and leaves the old metrics file;
     through Snakemake, which removes a job's outputs before running it, the failed job leaves no metrics file
@@ -71,6 +155,7 @@ def test_a_nan_score_fails_its_job_and_leaves_the_old_metrics(copy):
     name = next(k for k in tensors if k.endswith("embeddings.word_embeddings.weight"))
     tensors[name][:] = float("nan")
     save_file(tensors, weights, metadata={"format": "pt"})
+    rerecord_best(copy / SIMCSE)  # as a training that diverged would have recorded it (else: an integrity error)
     before = (copy / SIMCSE_STS).read_bytes()
     plan = snakemake(copy, "-n", "-p", "-f", str(SIMCSE_STS))
     (command,) = [line.strip().removeprefix("Shell command:").strip() for line in (plan.stdout + plan.stderr).splitlines()

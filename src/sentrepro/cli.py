@@ -154,9 +154,12 @@ def cmd_fetch_model(args) -> int:
 
 
 def cmd_tiny_model(args) -> int:
-    from sentrepro.pretrained.tiny import build
+    from sentrepro.pretrained.tiny import TinyModelError, build
 
-    record = build(args.model, Path(args.corpus), Path(args.out_dir))
+    try:
+        record = build(args.model, Path(args.corpus), Path(args.out_dir))
+    except TinyModelError as exc:  # a wrong tiny:// URL or corpus: the user's input
+        raise UsageError(str(exc)) from exc
     for entry in record["files"]:
         print(f"{args.model}: built {entry['path']} sha256 {entry['sha256']}")
     return 0
@@ -242,12 +245,14 @@ def cmd_tokenize(args) -> int:
     from sentrepro.files import atomic_write_json
     from sentrepro.pretrained.reference import resolve_model
     from sentrepro.records.provenance import Provenance
+    from sentrepro.records.recorded import add_verified_input, verify_corpus
     from sentrepro.training.corpus import tokenize_corpus
 
     spec = _spec(args.spec)
     out_dir = Path(args.out_dir)
     prov = Provenance(step="tokenize", config=spec)
-    prov.add_input(args.corpus, "corpus sentences")
+    verified = verify_corpus(Path(args.corpus))  # as its corpus (or views) job recorded it
+    add_verified_input(prov, Path(args.corpus), "corpus sentences", verified.get(Path(args.corpus)))
     prov.add_input(args.corpus + ".json", "corpus record")
     if args.model_manifest:
         prov.add_input(args.model_manifest, "model manifest")
@@ -727,8 +732,7 @@ def _user_error(exc: Exception) -> tuple[str | None, int]:
         return f"cannot read {exc.filename}: {exc.strerror}", 2
     # the job's outcome, already one line naming the file (by name: importing them here would put their
     # modules behind every command's code fingerprint)
-    if type(exc).__name__ in ("IntegrityError", "SnapshotError", "NonFiniteResult", "NonFiniteError", "MetricsError",
-                              "TinyModelError"):
+    if type(exc).__name__ in ("IntegrityError", "SnapshotError", "NonFiniteResult", "NonFiniteError", "MetricsError"):
         return str(exc), 2 if isinstance(exc.__cause__, unreadable) else 1
     return None, 0
 

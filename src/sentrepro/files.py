@@ -4,8 +4,9 @@ Every output of the workflow is written to a temporary sibling and renamed into 
 killed job never leaves a file that looks complete.
 
 The temporary siblings come from ``mkstemp``/``mkdtemp`` (modes 0600/0700, private to the writer);
-they are given the modes an ordinary ``open``/``mkdir`` would (0666/0777 less the umask) before they
-are renamed into place, so a second user of a shared ``resources/`` can read what the first wrote.
+they -- and every file and folder inside a temporary folder, whatever mode its writer gave it -- are given
+the modes an ordinary ``open``/``mkdir`` would (0666/0777 less the umask) before they are renamed into
+place, so a second user of a shared ``resources/`` can read what the first wrote.
 A full disk is reported as :class:`DiskFullError` naming the file and the space free; JSON is written
 strictly (a NaN or infinity is refused with the key that holds it, never written as ``NaN``) and read
 with errors that name the file.
@@ -92,6 +93,23 @@ def atomic_path(target: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
         raise
 
 
+def umask_modes(folder: Path) -> None:
+    """Give ``folder`` and everything in it the modes an ordinary ``mkdir``/``open`` would: 0777/0666 less the
+    umask (an executable file keeps its execute bits). ``mkdtemp`` makes the folder 0700, and some writers
+    (safetensors' ``save_file``, hence ``save_pretrained``) create their files 0600 whatever the umask; a
+    folder put in place by :func:`atomic_dir` (a run's ``best/``, an export) would otherwise be private."""
+    mask = current_umask()
+    os.chmod(folder, 0o777 & ~mask)
+    for path in folder.rglob("*"):
+        if path.is_symlink():
+            continue
+        mode = path.stat().st_mode
+        wanted = (0o777 if path.is_dir() or mode & 0o111 else 0o666) & ~mask
+        if mode & 0o777 != wanted:
+            with contextlib.suppress(PermissionError):  # a hard link to another user's file (an export's weights)
+                os.chmod(path, wanted)
+
+
 @contextlib.contextmanager
 def atomic_dir(target: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary directory next to ``target``; swap it in place of ``target`` on success."""
@@ -100,7 +118,7 @@ def atomic_dir(target: str | os.PathLike) -> Iterator[Path]:
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
     try:
         yield tmp
-        os.chmod(tmp, 0o777 & ~current_umask())
+        umask_modes(tmp)
         if target.exists():
             old = target.with_name(f".{target.name}.old")
             shutil.rmtree(old, ignore_errors=True)
@@ -150,7 +168,15 @@ def atomic_write_json(target: str | os.PathLike, payload: Any) -> None:
 
 
 class JSONFileError(json.JSONDecodeError):
-    """A JSON file that does not parse; its message starts with the file's path."""
+    """A JSON file that does not parse; its message is one line ``<path>:<line>:<column>: <what>``."""
+
+    def __init__(self, msg: str, doc: str, pos: int, path: str | os.PathLike = "<string>"):
+        super().__init__(msg, doc, pos)
+        self.path = str(path)
+        self.args = (f"{path}:{self.lineno}:{self.colno}: JSON syntax error: {msg}",)
+
+    def __reduce__(self):
+        return self.__class__, (self.msg, self.doc, self.pos, self.path)
 
 
 def read_json(path: str | os.PathLike) -> Any:
@@ -160,4 +186,4 @@ def read_json(path: str | os.PathLike) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise JSONFileError(f"{path}: {exc.msg}", exc.doc, exc.pos) from None
+        raise JSONFileError(exc.msg, exc.doc, exc.pos, path) from None

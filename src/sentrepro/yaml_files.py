@@ -13,7 +13,7 @@ from typing import Any, Callable
 from sentrepro.content_cache import cached_line
 
 
-def parse_yaml(stream) -> Any:
+def parse_yaml(stream, name: str | None = None) -> Any:
     """YAML (a string or an open file) parsed by PyYAML's safe loader, its C implementation (libyaml) where
     PyYAML was built with it, through the content-addressed cache (:func:`cached_line`).
 
@@ -23,9 +23,13 @@ def parse_yaml(stream) -> Any:
     line of JSON keyed by its text. It is then returned as JSON gives it back, on the first parse too, so a
     cached and an uncached parse are equal in every respect (YAML aliases, for one, become copies rather
     than shared objects). A document JSON cannot represent exactly (a date, a set, a non-string key) is
-    parsed every time and returned as PyYAML builds it."""
+    parsed every time and returned as PyYAML builds it.
+
+    A syntax error is PyYAML's own exception with its marks naming the file (``name``, else the open file's
+    name) instead of ``<unicode string>``; :func:`yaml_error_line` makes it one line ``file:line:col: ...``."""
     import yaml
 
+    name = name or getattr(stream, "name", None)
     text = stream.read() if hasattr(stream, "read") else stream
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     key = hashlib.sha256(f"yaml\0{loader.__name__}\0{yaml.__version__}\0".encode() + text.encode("utf-8"))
@@ -36,8 +40,40 @@ def parse_yaml(stream) -> Any:
         parsed.append(data)
         return json.dumps(data, separators=(",", ":"), allow_nan=False) if _json_exact(data) else ""
 
-    line = cached_line(key.hexdigest(), parse, lambda value: True)
+    try:
+        line = cached_line(key.hexdigest(), parse, lambda value: True)
+    except yaml.YAMLError as exc:
+        if name:  # libyaml's marks are read-only: each is replaced by a pure-Python one naming the file
+            for attribute in ("context_mark", "problem_mark"):
+                mark = getattr(exc, attribute, None)
+                if mark is not None:
+                    setattr(exc, attribute, yaml.Mark(str(name), mark.index, mark.line, mark.column, None, None))
+        raise
     return json.loads(line) if line else (parsed[0] if parsed else yaml.load(text, Loader=loader))  # noqa: S506
+
+
+def yaml_error_line(exc: Exception) -> str:
+    """``file:line:col: YAML syntax error: <problem>`` of a PyYAML error raised by :func:`parse_yaml`, on one line."""
+    mark = getattr(exc, "problem_mark", None)
+    if mark is None:
+        return f"YAML error: {' '.join(str(exc).split())}"
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    context = getattr(exc, "context", None)
+    return f"{mark.name}:{mark.line + 1}:{mark.column + 1}: YAML syntax error: {problem}" + \
+        (f" ({context})" if context else "")
+
+
+def check_package_yaml(root: Path | None = None) -> int:
+    """Parse every YAML and JSON file of the package (sidecars, specs, claims, reported numbers, the schema),
+    so that a syntax error in any of them stops a workflow load at once, as :func:`yaml_error_line`'s one
+    line, before code deep inside the plan meets it. Each parse goes through the content cache (a cache read
+    for an unchanged file). Returns the number of files read."""
+    root = Path(root) if root is not None else Path(__file__).parent
+    files = sorted(p for p in root.rglob("*") if p.suffix in (".yaml", ".yml", ".json") and p.is_file())
+    for path in files:
+        with open(path, encoding="utf-8") as handle:
+            parse_yaml(handle)
+    return len(files)
 
 
 def _json_exact(value: Any) -> bool:

@@ -8,6 +8,7 @@ import os
 import sys
 from pathlib import Path
 
+import yaml
 from snakemake.exceptions import WorkflowError
 
 from sentrepro.planning import registry
@@ -18,12 +19,16 @@ from sentrepro.planning.layers import snakemake_layers
 from sentrepro.records.ledger import STORE_ENV
 from sentrepro.planning.matrix import runs
 from sentrepro.planning.registry import RegistryError
+from sentrepro.yaml_files import check_package_yaml, yaml_error_line
 
 try:  # every config mistake is one line naming its file (and line) and key; a sidecar's names the sidecar
+    check_package_yaml()  # a YAML/JSON syntax error in a package file: file:line:col, before the plan meets it
     _layers = snakemake_layers(workflow, sys.argv)
     _validated = validate(config, _layers)
 except (ConfigError, RegistryError) as error:
     raise WorkflowError(str(error))
+except yaml.YAMLError as error:  # a plug-in's sidecar, or a package file
+    raise WorkflowError(yaml_error_line(error)) from None
 config.clear()
 config.update(_validated)
 

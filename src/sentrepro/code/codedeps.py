@@ -363,7 +363,7 @@ def normalised_source(rel: str, raw: bytes | None = None) -> bytes:
     if path.suffix in (".yaml", ".yml", ".json"):
         from sentrepro.yaml_files import parse_yaml
 
-        content = parse_yaml(raw.decode("utf-8"))
+        content = parse_yaml(raw.decode("utf-8"), name=str(path))
         return json.dumps(content, sort_keys=True, separators=(",", ":"), default=str).encode()
     return raw
 

@@ -35,6 +35,7 @@ from sentrepro.data.extract import build_manifest, extract_archive, stage_direct
 from sentrepro.data.sources import default_filename, fixture_generator, join_url, local_path, resolve_url
 from sentrepro.files import atomic_dir, atomic_path, atomic_write_json, atomic_write_text, read_json
 from sentrepro.hashing import sha256_file
+from sentrepro.records.recorded import CORPUS_FILES, content_record
 from sentrepro.records.integrity import verify_dataset, write_stamp
 from sentrepro.records.provenance import Provenance
 
@@ -293,7 +294,7 @@ def build_corpus(spec: dict, manifest_path: Path, out_file: Path) -> dict:
                     break
                 handle.write(sentence.replace("\n", " ") + "\n")
                 count += 1
-    record = {"sentences": count, "provenance": prov.finish()}
+    record = {"sentences": count, CORPUS_FILES: content_record([Path(out_file)]), "provenance": prov.finish()}
     if counts is not None:
         record.update(line_split=rule, source_lines=counts)
     atomic_write_json(Path(str(out_file) + ".json"), record)

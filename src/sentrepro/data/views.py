@@ -149,10 +149,12 @@ def build_views(sentences_file: Path, wordnet_dir: Path, spec: dict, out_dir: Pa
                 progress: bool = False) -> dict:
     """Write ``views.tsv``, ``sentences.txt`` (stacked columns) and ``sentences.txt.json`` into ``out_dir``."""
     from sentrepro.records.provenance import Provenance
+    from sentrepro.records.recorded import CORPUS_FILES, add_verified_input, content_record, verify_corpus
 
     settings = ViewSettings.from_spec(spec)
     prov = Provenance(step="build_views", config=spec, seed=settings.seed)
-    prov.add_input(sentences_file, "corpus sentences")
+    verified = verify_corpus(sentences_file)  # as prepare_corpus recorded it, before a line is read
+    add_verified_input(prov, sentences_file, "corpus sentences", verified.get(Path(sentences_file)))
     wordnet_dir = Path(wordnet_dir)
     for name in sorted(p.name for p in wordnet_dir.iterdir() if p.is_file() and "." in p.name):
         if name.split(".")[0] in ("index", "data") or name.endswith(".exc"):
@@ -182,7 +184,8 @@ def build_views(sentences_file: Path, wordnet_dir: Path, spec: dict, out_dir: Pa
                     handle.write(triple[column] + "\n")
     record = {"sentences": 3 * len(triples), "triples": len(triples), "corpus_lines": lines,
               "layout": "stacked: originals, synonyms, antonyms (triples lines each)",
-              "settings": settings.__dict__}
+              "settings": settings.__dict__,
+              CORPUS_FILES: content_record([out_dir / "views.tsv", out_dir / "sentences.txt"])}
     record["provenance"] = prov.finish()
     atomic_write_json(out_dir / "sentences.txt.json", record)
     return record

@@ -30,6 +30,8 @@ from sentrepro.encoder.encode import encode_sentences
 from sentrepro.evaluation.subsets import SubsetLog
 from sentrepro.files import atomic_write_json, nonfinite_keys
 from sentrepro.records.integrity import verify_dataset
+from sentrepro.records.metrics_schema import RESULT_KEYS, declared_keys
+from sentrepro.records.recorded import add_verified_input, verify_best, verify_corpus
 from sentrepro.methods import build_method
 from sentrepro.methods.base import Method, SentenceModel
 from sentrepro.runs import BEST, TRAIN_SUMMARY
@@ -39,9 +41,10 @@ from sentrepro.pretrained.reference import resolve_model
 from sentrepro.records.provenance import Provenance
 
 def load_for_eval(spec: dict, run_dir: Path | None, model_manifest: Path | None = None
-                  ) -> tuple[Method, SentenceModel, list[tuple[Path, str]]]:
-    """The method and model to evaluate, and their provenance inputs (path, role): the best checkpoint of a
-    run, or the frozen backbone (from its snapshot ``model_manifest``)."""
+                  ) -> tuple[Method, SentenceModel, list[tuple]]:
+    """The method and model to evaluate, and their provenance inputs (path, role[, sha256 verified]): the best
+    checkpoint of a run (verified against its ``train.json``), or the frozen backbone (from its snapshot
+    ``model_manifest``)."""
     backbone, method_spec = spec["backbone"], spec["method"]
     attention = spec.get("attention", "eager")
     trained = registry.method(method_spec["kind"]).trains
@@ -50,8 +53,9 @@ def load_for_eval(spec: dict, run_dir: Path | None, model_manifest: Path | None 
         source, files = reference.location, list(reference.inputs)
     else:
         source = str(Path(run_dir) / BEST)
-        files = [(Path(run_dir) / TRAIN_SUMMARY, "training summary")] + [
-            (p, "model file") for p in sorted(p for p in (Path(run_dir) / BEST).iterdir() if p.is_file())]
+        verified = verify_best(run_dir)  # against train.json, before a byte of it is loaded
+        files = [(Path(run_dir) / TRAIN_SUMMARY, "training summary")] + [(p, "model file", verified[p])
+                                                                         for p in sorted(verified)]
     tokenizer = load_tokenizer(source)
     encoder = load_encoder(source, backbone["family"], attention=attention)
     method = build_method(method_spec["kind"], method_spec["params"], backbone["family"], tokenizer)
@@ -128,8 +132,8 @@ def open_job(suite: str, spec: dict, run_dir: Path | None, model_manifest: Path 
         method, model, files = load_at_start(spec, model_manifest)
     else:
         method, model, files = load_for_eval(spec, run_dir, model_manifest)
-    for path, role in files:
-        prov.add_input(path, role)
+    for path, role, *verified in files:
+        add_verified_input(prov, path, role, verified[0] if verified else None)
     model.to(device)
     return SuiteJob(suite, spec, method, model, device, precision, prov)
 
@@ -161,6 +165,7 @@ def write_metrics(job: SuiteJob, out: Path, results: dict, *, aggregation: str, 
     payload = {
         "suite": job.suite,
         "results": results,
+        RESULT_KEYS: declared_keys(results),  # what the table builder reads this file against (metrics_schema)
         "aggregation": aggregation,
         "data": {"source": job.spec.get("source"), "synthetic": bool(job.spec.get("synthetic", False))},
         "subset": subset.record() if subset is not None else None,
@@ -193,7 +198,8 @@ def run_suite(suite: str, spec: dict, run_dir: Path | None, data: Path, out: Pat
     score = registry.load_implementation(entry.implementation)
     job = open_job(suite, spec, run_dir, model_manifest)
     if entry.data == "corpus":
-        job.prov.add_input(data, "training corpus sentences")
+        verified = verify_corpus(Path(data))  # as its prepare_corpus job recorded it
+        add_verified_input(job.prov, Path(data), "training corpus sentences", verified.get(Path(data)))
         record = Path(f"{data}.json")  # prepare_corpus's record: carries the corpus provenance for audit
         if record.exists():
             job.prov.add_input(record, "corpus record")

@@ -152,12 +152,23 @@ def run_transfer(job: SuiteJob, manifest: Path, out: Path) -> dict:
 # few-shot transfer (ConPVP Fig. 7)
 
 
+def fewshot_split(task: str, splits: dict, holdout: dict):
+    """(pool, test) of one few-shot task: its train and test files, or for a task with one file (MR, CR, SUBJ,
+    MPQA) the first fold of SentEval's outer stratified split as test and the rest as the pool."""
+    from sentrepro.evaluation.fewshot import cv_task_holdout
+
+    if task in CV_TASKS:
+        pool_rows, test_rows = cv_task_holdout(splits["all"].labels, holdout["folds"], holdout["seed"])
+        return splits["all"].take(pool_rows), splits["all"].take(test_rows)
+    return splits["train"], splits["test"]
+
+
 def run_fewshot(job: SuiteJob, manifest: Path, out: Path) -> dict:
     """16 shots per class, one run per seed; only the sampled training rows and the test rows are encoded.
 
     ``max_samples`` cuts the test rows only: the pool is never encoded beyond the sampled shots.
     """
-    from sentrepro.evaluation.fewshot import cv_task_holdout, evaluate_fewshot, sample_per_class
+    from sentrepro.evaluation.fewshot import evaluate_fewshot, sample_per_class
 
     cfg = job.settings
     subset = SubsetLog(cfg["max_samples"], cfg["subset_seed"])
@@ -167,11 +178,7 @@ def run_fewshot(job: SuiteJob, manifest: Path, out: Path) -> dict:
     holdout = {"folds": cfg["holdout_folds"], "seed": cfg["holdout_seed"]}
     pools, tests, sampled = {}, {}, {}
     for task, splits in tasks.items():
-        if task in CV_TASKS:
-            pool_rows, test_rows = cv_task_holdout(splits["all"].labels, holdout["folds"], holdout["seed"])
-            pools[task], test = splits["all"].take(pool_rows), splits["all"].take(test_rows)
-        else:
-            pools[task], test = splits["train"], splits["test"]
+        pools[task], test = fewshot_split(task, splits, holdout)
         tests[task] = test.take(subset.take(task, "test", test.labels))
         # The runs read only the sampled pool rows (fewshot.fewshot_run uses X_train[sample]); encode just those.
         try:

@@ -100,12 +100,14 @@ def vendor_code(kind: str, dest: Path) -> str:
 def model_source(spec: dict, run_dir: Path | None, model_manifest: Path | None) -> tuple[Path, bool]:
     """The directory evaluation loads the model from, and whether it is a trained run's checkpoint."""
     from sentrepro.pretrained.reference import resolve_model
+    from sentrepro.records.recorded import verify_best
     from sentrepro.runs import BEST
 
     if registry.method(spec["method"]["kind"]).trains:
         if not run_dir or not (Path(run_dir) / BEST).is_dir():
             raise ExportError(f"method kind '{spec['method']['kind']}' trains: --run-dir must hold {BEST}/ "
                               f"(got '{run_dir}')")
+        verify_best(run_dir)  # against train.json, before a file of it is linked into the export
         return Path(run_dir) / BEST, True
     return resolve_model(spec["backbone"], model_manifest).location, False
 

@@ -105,8 +105,9 @@ def whitening_kernel(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     u, s, _ = np.linalg.svd(covariance)
     if s[-1] <= s[0] * 1e-12:
         raise ValueError(f"whitening: the covariance of {x.shape[0]} vectors of dimension {x.shape[1]} is "
-                         f"singular (smallest singular value {s[-1]:.3g}); it needs more distinct sentences "
-                         f"than dimensions")
+                         f"singular (smallest singular value {s[-1]:.3g}): fewer distinct sentences than "
+                         f"dimensions, or vectors confined to a subspace (an untrained LayerNorm, gain 1 and bias "
+                         f"0, makes every hidden state sum to zero)")
     return u / np.sqrt(s)[None, :], mean
 
 

@@ -223,6 +223,23 @@ BUILDERS = {  # tokenizer kind -> (tokenizer builder, model builder)
 }
 
 
+def trained_layer_norms(model, seed: int, spread: float = 0.1):
+    """Give every LayerNorm a gain ~ N(1, spread) and a bias ~ N(0, spread), as a pretrained model's are.
+
+    At initialisation (gain 1, bias 0) a LayerNorm's output sums to zero over its features, so every hidden
+    state of a random model lies in one hyperplane and, for instance, BERT-whitening's covariance is singular
+    (found by the rehearsal). A real checkpoint's trained gains and biases never do that."""
+    import torch
+
+    generator = torch.Generator().manual_seed(seed + 1)
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, torch.nn.LayerNorm):
+                module.weight.copy_(1.0 + spread * torch.randn(module.weight.shape, generator=generator))
+                module.bias.copy_(spread * torch.randn(module.bias.shape, generator=generator))
+    return model
+
+
 def save_model(dest: Path, tokenizer, model) -> Path:
     dest = Path(dest)
     model.save_pretrained(dest)
@@ -255,7 +272,7 @@ def build(model: str, corpus: Path, out_dir: Path, *, seed: int = SEED) -> dict:
     tokenizer = make_tokenizer(sentences)
     staging = out_dir.with_name(f".{out_dir.name}.building")
     shutil.rmtree(staging, ignore_errors=True)
-    save_model(staging, tokenizer, make_model(tokenizer, SIZES[size], MAX_POSITIONS, seed))
+    save_model(staging, tokenizer, trained_layer_norms(make_model(tokenizer, SIZES[size], MAX_POSITIONS, seed), seed))
     files = [{"path": p.name, "sha256": sha256_file(p), "bytes": p.stat().st_size}
              for p in sorted(staging.iterdir()) if p.is_file()]
     record = {"kind": BUILD_KIND, "model": model, "family": TOKENIZER_FAMILIES[kind], "size": size,

@@ -89,8 +89,9 @@ def _verify(path: Path, expected: str, report: AuditReport, indent: str, label: 
             report.lines.append(f"{indent}{label} {path}  DROPPED as planned ({entry['dropped']}; sha256 "
                                 f"{expected[:12]}… when dropped, {ledger}:{entry['line']})")
             return False  # nothing to follow, and nothing wrong
-        report.lines.append(f"{indent}{label} {path}  MISSING")
-        report.problems.append(f"{path} (missing)")
+        removed = f"; {entry['removed']}, {ledger}:{entry['line']}" if entry is not None and entry.get("removed") else ""
+        report.lines.append(f"{indent}{label} {path}  MISSING{removed}")
+        report.problems.append(f"{path} (missing{removed})")
         return False
     actual = sha256_file(path)
     if actual != expected:

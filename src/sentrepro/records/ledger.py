@@ -32,6 +32,7 @@ appends made before this rule; the audit names each such line and goes on.
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import fcntl
 import json
 import os
@@ -41,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sentrepro.hashing import sha256_file
-from sentrepro.files import written_targets
+from sentrepro.files import disk_full, written_targets
 
 LEDGER = "ledger.jsonl"
 RESULTS = "results"
@@ -121,20 +122,25 @@ def append(ledger: Path, records: list[dict]) -> None:
     (no newline: a crash mid-append) is ended first, under the same lock, so no record is glued onto it."""
     if not records:
         return
-    ledger.parent.mkdir(parents=True, exist_ok=True)
     data = "".join(json.dumps(r, sort_keys=True) + "\n" for r in records).encode("utf-8")
-    fd = os.open(ledger, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        size = os.fstat(fd).st_size
-        if size and os.pread(fd, 1, size - 1) != b"\n":
-            data = b"\n" + data
-        written = os.write(fd, data)
-        while written < len(data):  # a short write (signal, quota): finish it while still holding the lock
-            written += os.write(fd, data[written:])
-        os.fsync(fd)
-    finally:
-        os.close(fd)  # releases the lock
+        ledger.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(ledger, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                data = b"\n" + data
+            written = os.write(fd, data)
+            while written < len(data):  # a short write (signal, quota): finish it while still holding the lock
+                written += os.write(fd, data[written:])
+            os.fsync(fd)
+        finally:
+            os.close(fd)  # releases the lock
+    except OSError as exc:  # os.write's errors carry no path: name the ledger (a torn tail is ended by the next append)
+        if exc.errno == errno.ENOSPC:
+            raise disk_full(ledger, len(data)) from exc
+        raise OSError(exc.errno, f"cannot append to the ledger {ledger}: {exc.strerror}", str(ledger)) from exc
 
 
 def record_outputs(command: str, targets: list[Path] | None = None) -> int:
@@ -177,6 +183,29 @@ def record_dropped(files: list[dict], command: str, reason: str) -> int:
     for ledger, records in by_ledger.items():
         append(ledger, records)
     return sum(len(r) for r in by_ledger.values())
+
+
+def record_removed(ledgers: list[Path], reason: str) -> int:
+    """Append a ``removed`` line for every path whose latest line in ``ledgers`` records a write, and whose file
+    is gone: an output its job recorded and did not keep. A command records its outputs only when it succeeds,
+    but Snakemake may still fail the job afterwards (its log's pipe failing on a full disk, an output
+    missing, a scheduler's time limit) and then removes the outputs; the Snakefile's ``onerror`` calls this
+    so that the ledger's latest word on each such path is that it was removed, and why. Paths are keyed as
+    :func:`locate` keys them (project ledgers: relative to the project; a store's: to the store). Returns
+    the number of lines."""
+    now = _dt.datetime.now(_dt.timezone.utc).isoformat()
+    appended = 0
+    for ledger in map(Path, ledgers):
+        if not ledger.is_file():
+            continue
+        base = Path() if project_relative(ledger) is not None else ledger.parent
+        gone = [entry for key, entry in sorted(read_ledger(ledger).items())
+                if not entry.get("dropped") and not entry.get("removed") and not (base / key).exists()]
+        append(ledger, [{"path": entry["path"], "sha256": entry["sha256"], "bytes": entry.get("bytes"),
+                         "command": entry.get("command"), "time": now, "host": socket.gethostname(),
+                         "slurm_job_id": os.environ.get("SLURM_JOB_ID"), "removed": reason} for entry in gone])
+        appended += len(gone)
+    return appended
 
 
 @dataclass(frozen=True)

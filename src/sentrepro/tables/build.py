@@ -6,8 +6,10 @@ Metrics-file contract (every evaluation suite writes one file per run and suite)
      "results": {"<key>": {"reported": <number as the paper's table shows it>, ...} | <number>, ...},
      "provenance": {"config": {"run": {"backbone": ..., "method": ..., "seed": <int | null>}}, "inputs": [...]}}
 
-Each file says which run produced it, so the builder needs only the list of files (the workflow's
-``table`` rule passes exactly the ones the spec reads, see :mod:`sentrepro.planning.table_cells`). For every
+``result_keys`` (written by the evaluation job) and the task list of the file's recorded settings are its
+schema (:mod:`sentrepro.records.metrics_schema`): a key among them that is missing or not a number stops
+the build naming the file and the key. Each file says which run produced it, so the builder needs only
+the list of files (the workflow's ``table`` rule passes exactly the ones the spec reads, see :mod:`sentrepro.planning.table_cells`). For every
 cell the builder keeps both seed statistics (best-of-N chosen by the spec's ``select_by`` metric, and
 mean ± population std), the headline one being the spec's ``statistic``; the published number with
 its std, footnote mark and file:line; and the metrics files (with sha256) the value came from, so
@@ -32,6 +34,7 @@ from sentrepro.code.codedeps import stale_description
 from sentrepro.files import nonfinite_keys, read_json
 from sentrepro.hashing import sha256_file
 from sentrepro.planning.table_cells import lowest_seeds
+from sentrepro.records.metrics_schema import MetricsSchemaError, check_metrics
 from sentrepro.tables.aggregate import SeedSummary, summarize
 from sentrepro.planning.reported import ReportedValue, load_reported, reported_value, resolve_row
 from sentrepro.planning.table_cells import stands_in_for
@@ -236,6 +239,10 @@ def index_metrics(metrics_files: list[Path]) -> dict[tuple[str, str, str], RunMe
         bad = nonfinite_keys(payload["results"], "results")
         if bad:  # a NaN or inf never reaches a table (jobs refuse to write one; this catches a hand-made file)
             raise MetricsError(f"{path}: non-finite value at {', '.join(bad[:5])}; rerun its evaluation")
+        try:  # every key its suite wrote is there and a number: a damaged file is never a blank cell
+            check_metrics(payload, path)
+        except MetricsSchemaError as exc:
+            raise MetricsError(str(exc)) from None
         run = _run_of(payload, path)
         entry = index.setdefault((run["backbone"], run["method"], payload["suite"]), RunMetrics())
         if run["seed"] in entry.results:

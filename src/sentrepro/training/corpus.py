@@ -1,7 +1,9 @@
 """Tokenize the training corpus once per tokenizer and store it memory-mappable.
 
 Layout of ``<dir>/``: ``ids.npy`` (int32, every sentence's token ids concatenated, no special
-tokens, untruncated), ``offsets.npy`` (int64, N+1 boundaries) and ``meta.json``. Every method
+tokens, untruncated), ``offsets.npy`` (int64, N+1 boundaries) and ``meta.json`` (which records both
+files' sha256 and stamps, :func:`sentrepro.records.recorded.content_record`; the tokenize job copies it into
+``tokenized.json``, which a training job verifies them against). Every method
 truncates and wraps (special tokens, templates) at batch time, so one cache serves SimCSE,
 PromptBERT, ConPVP and ESimCSE alike. Because the ids carry no special tokens, the SimCSE sequence
 ``[CLS] + ids[:30] + [SEP]`` equals the reference's tokenization with ``max_length=32``.
@@ -17,6 +19,7 @@ import numpy as np
 from sentrepro.runs import canonical_json
 from sentrepro.files import atomic_path, atomic_write_json, read_json
 from sentrepro.hashing import sha256_bytes
+from sentrepro.records.recorded import TOKEN_FILES, content_record
 
 CHUNK = 4096
 
@@ -46,6 +49,8 @@ def tokenize_corpus(sentences_file: Path, tokenizer, out_dir: Path, *, progress:
         with open(tmp, "wb") as handle:
             np.save(handle, offsets)
     meta = {
+        # each token file's sha256, size and stamp: what a training job checks before it trains on them
+        TOKEN_FILES: content_record([out_dir / "ids.npy", out_dir / "offsets.npy"]),
         "sentences": len(lines),
         "tokens": int(ids.size),
         "max_length": int(lengths.max()) if len(lines) else 0,

@@ -28,6 +28,7 @@ from sentrepro.pretrained.reference import resolve_model
 from sentrepro.records.provenance import Provenance
 from sentrepro.training.corpus import TokenizedCorpus, check_vocabulary
 from sentrepro.records.ledger import record_dropped
+from sentrepro.records.recorded import BEST_ROLE, add_verified_input, content_record, verify_tokenized
 from sentrepro.training.loop import TrainSettings, drop_resume_state, train
 
 
@@ -108,8 +109,9 @@ def run_training(spec: dict, tokenized_dir: Path, dev_manifest: Path, run_dir: P
     precision = resolve_precision(configured, device)
     dev_precision = dev_scoring_precision(training.get("dev_precision", "fp32"), precision)
     prov = Provenance(step="train", config=spec, seed=seed, device=device, precision=precision)
+    tokens = verify_tokenized(tokenized_dir)  # as its tokenize job recorded them, before anything reads them
     for path in sorted(Path(tokenized_dir).glob("*.npy")) + [Path(tokenized_dir) / "tokenized.json"]:
-        prov.add_input(path, "tokenized corpus")
+        add_verified_input(prov, path, "tokenized corpus", tokens.get(path))
     prov.add_input(dev_manifest, "dev dataset manifest")
     dev_file = dataset_file(dev_manifest, training["dev_file"])
     prov.add_input(dev_file, "STS-B dev")
@@ -131,7 +133,9 @@ def run_training(spec: dict, tokenized_dir: Path, dev_manifest: Path, run_dir: P
     best = run_dir / BEST
     best_files = {}
     for path in sorted(p for p in best.iterdir() if p.is_file()):
-        best_files[str(path)] = prov.add_input(path, "best checkpoint file (output)")["sha256"]
+        best_files[str(path)] = prov.add_input(path, BEST_ROLE)["sha256"]
+    # what every reader of best/ (evaluation, export) verifies it against: sha256, size and stamp per file
+    summary["best_files"] = content_record([Path(p) for p in best_files], {Path(p): d for p, d in best_files.items()})
     summary["threads"] = threads
     # configured: the slice's (per-method) precision; used: what this device computed in (fp32 on CPU)
     summary["precision"] = {"configured": configured, "used": precision, "authors": authors,
