@@ -184,3 +184,48 @@ def package_files() -> list[str]:
     """Every module and data file of the package, relative to it."""
     return sorted(p.relative_to(PACKAGE).as_posix() for p in PACKAGE.rglob("*")
                   if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc")
+
+
+def _specs(package: Path) -> dict[str, dict]:
+    return {p.stem: yaml.safe_load(p.read_text(encoding="utf-8")) for p in sorted((package / "planning" / "specs").glob("*.yaml"))}
+
+
+def _row_entry(spec: dict, row: dict) -> str | None:
+    """The reported.yaml entry a spec row reads: ``"<entry>:<row>"`` or the spec's own ``reported``."""
+    reference = row.get("reported")
+    if not reference:
+        return None
+    prefixed = re.match(r"^([A-Za-z0-9_]+):", reference)
+    return prefixed.group(1) if prefixed else spec.get("reported")
+
+
+def reported_entry_readers(entry: str, package: Path = PACKAGE) -> tuple[set[str], bool]:
+    """(the table specs whose rows read reported.yaml's ``entry``, whether a claim names one of them: the verdicts
+    build every table the claims name), from the YAML files alone (not through sentrepro)."""
+    tables = {name for name, spec in _specs(package).items() if any(_row_entry(spec, r) == entry for r in spec["rows"])}
+    claims = yaml.safe_load((package / "verdicts" / "claims.yaml").read_text(encoding="utf-8"))["claims"]
+    claimed = {c["table"] for c in claims} | {side["table"] for c in claims for side in (c["a"], c["b"])
+                                              if isinstance(side, dict) and "table" in side}
+    return tables, bool(tables & claimed)
+
+
+def demo_summary_entry(method: str, backbone: str, package: Path = PACKAGE) -> str | None:
+    """The reported.yaml entry whose STS-B number the demo summary shows for ``method`` on (the paper backbone)
+    ``backbone``: the first spec row (sts_main first, then by name) of that method and backbone that reads an
+    entry with an STSBenchmark column."""
+    reported = yaml.safe_load((package / "planning" / "reported.yaml").read_text(encoding="utf-8"))
+    specs = _specs(package)
+    for name in ["sts_main"] + sorted(n for n in specs if n != "sts_main"):
+        for row in specs[name]["rows"]:
+            found = _row_entry(specs[name], row)
+            if row.get("method") == method and row.get("backbone") == backbone and found \
+                    and "STSBenchmark" in reported.get(found, {}).get("columns", []):
+                return found
+    return None
+
+
+def edited_entry(original: str, edited: str) -> str:
+    """The top-level entry of a reported.yaml text holding the first line an edit changed."""
+    line = next(i for i, (a, b) in enumerate(zip(original.splitlines(), edited.splitlines())) if a != b)
+    return next(m.group(1) for text in reversed(original.splitlines()[:line + 1])
+                if (m := re.match(r"^(\w+):", text)))

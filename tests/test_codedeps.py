@@ -50,17 +50,21 @@ def test_every_package_data_file_is_declared_by_a_module():
     """Every data file is either declared by the module reading it (PACKAGE_DATA) or unit metadata (a
     sidecar or shared parameter file, fingerprinted per unit), never both: a sidecar declared as package
     data would put every unit's metadata into the code of every job."""
-    from sentrepro.code import units
+    from sentrepro.code import entry_data, units
 
     declared = {rel for module in codedeps.package_modules() for rel in codedeps.declared_data(module)}
+    by_entry = {rel for module in codedeps.package_modules() for rel in entry_data.declared_by_entry(module)}
+    assert not declared & by_entry  # a file read entry by entry is in no fingerprint (its readers pass entries)
+    declared |= by_entry
     unit_files = {p.relative_to(codedeps.PACKAGE_DIR).as_posix() for pattern in units.UNIT_FILES
                   for p in codedeps.PACKAGE_DIR.glob(pattern)}
     shipped = {p.relative_to(codedeps.PACKAGE_DIR).as_posix() for p in codedeps.PACKAGE_DIR.rglob("*")
                if p.is_file() and p.suffix not in (".py", ".pyc") and "__pycache__" not in p.parts}
     assert shipped == declared | unit_files and not declared & unit_files
     assert {"methods/simcse.units.yaml", "training/loop.params.yaml"} <= unit_files
-    assert "planning/reported.yaml" in codedeps.closure_files(["cli:table"])
-    assert "planning/reported.yaml" not in codedeps.closure_files(["cli:train"])
+    assert "planning/specs/sts_main.yaml" in codedeps.closure_files(["cli:table"])
+    assert "planning/specs/sts_main.yaml" not in codedeps.closure_files(["cli:train"])
+    assert by_entry == {"planning/reported.yaml"} and "planning/reported.yaml" not in codedeps.closure_files(["cli:table"])
 
 
 def test_every_rule_file_entry_is_found_and_matches_shell_entry():
@@ -155,13 +159,13 @@ def test_a_string_literal_edit_inside_a_function_body_changes_the_fingerprint(pa
 
 def test_yaml_comments_change_nothing_but_values_do(package_copy):
     before = codedeps.rule_code("cli:table")
-    reported = package_copy / "planning" / "reported.yaml"
-    text = reported.read_text()
-    reported.write_text("# a comment\n" + text)
+    spec = package_copy / "planning" / "specs" / "sts_main.yaml"
+    text = spec.read_text()
+    spec.write_text("# a comment\n" + text)
     codedeps.file_fingerprint.cache_clear()
     codedeps._record.cache_clear()
     assert codedeps.rule_code("cli:table") == before
-    reported.write_text(text.replace("68.40", "68.41", 1))
+    spec.write_text(text.replace("\ntitle: \"", "\ntitle: \"PROBE ", 1))
     codedeps.file_fingerprint.cache_clear()
     codedeps._record.cache_clear()
     assert codedeps.rule_code("cli:table") != before

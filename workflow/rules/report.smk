@@ -30,6 +30,7 @@ rule table:
     params:
         spec=lambda w: spec_json(table_context()),
         code=rule_code("cli:table"),
+        data_entries=entry_data("cli:table", lambda w: {REPORTED_PATH: spec_entries(load_table_spec(w.table))}),
         description=table_description_text,
         prefix=lambda w, output: output.md[: -len(".md")],
     conda:
@@ -63,6 +64,7 @@ rule demo_summary:
     params:
         spec=lambda w: spec_json(demo_summary_spec()),
         code=rule_code("cli:demo-summary"),
+        data_entries=entry_data("cli:demo-summary", lambda w: {REPORTED_PATH: demo_summary_entries()}),
         prefix=lambda w, output: output.md[: -len(".md")],
     conda:
         "../../envs/report.yaml"

@@ -1,6 +1,7 @@
 # Reproduction verdicts: every claim of src/sentrepro/verdicts/claims.yaml tested on the metrics files the
 # claims' tables read (and the per-pair STS scores beside them) -> results/<exp>/verdicts.{md,csv,cells.csv,html,forest.svg}.
-# claims.yaml is part of params.code, so editing it reruns this rule only.
+# claims.yaml is part of params.code, so editing it reruns this rule only; of reported.yaml, only the entries
+# the claims' tables read (params.data_entries).
 
 include: "inputs/verdicts.smk"
 
@@ -27,6 +28,7 @@ rule verdicts:
     params:
         spec=lambda w: spec_json(table_context()),
         code=rule_code("cli:verdicts"),
+        data_entries=entry_data("cli:verdicts", lambda w: {REPORTED_PATH: verdict_entries()}),
         prefix=lambda w, output: output.md[: -len(".md")],
     conda:
         "../../envs/report.yaml"

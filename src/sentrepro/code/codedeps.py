@@ -27,7 +27,9 @@ relative to the module's directory) that the reader itself uses. Declared files 
 every rule that imports their module. ``tests/test_codedeps.py`` checks that every non-Python file in
 the package is declared by some module, so a new data file cannot be left out. A declaration was
 chosen over scanning for ``open(...)``/``Path(__file__)`` patterns, which is fragile and silent when
-it misses.
+it misses. A file of independent entries that each job reads a few of (``reported.yaml``) is declared
+``PACKAGE_DATA_BY_ENTRY`` instead and is in no closure: its readers' rules pass the entries their jobs
+read as ``params.data_entries`` (:mod:`sentrepro.code.entry_data`).
 
 **Normalised fingerprints.** A module's fingerprint hashes ``ast.dump`` of its syntax tree with
 docstrings removed (comments are not in the tree); a YAML/JSON file's, its parsed content as canonical

@@ -14,9 +14,10 @@ from pathlib import Path
 
 from sentrepro.yaml_files import read_validated_yaml
 
-# Package data this module reads (sentrepro.code.codedeps adds it to the code of every rule importing us).
-PACKAGE_DATA = ("reported.yaml",)
-REPORTED_PATH = Path(__file__).resolve().parent / PACKAGE_DATA[0]
+# Package data this module reads entry by entry (sentrepro.code.entry_data): in no code fingerprint; every rule
+# importing us passes the entries its job reads (spec_entries) as params.data_entries.
+PACKAGE_DATA_BY_ENTRY = ("reported.yaml",)
+REPORTED_PATH = Path(__file__).resolve().parent / PACKAGE_DATA_BY_ENTRY[0]
 ENTRY_FIELDS = {"paper", "file", "where", "statistic", "columns", "marks", "rows"}
 ROW_FIELDS = {"line", "values", "std", "std_source", "mark", "note", "statistic"}
 
@@ -94,6 +95,33 @@ def resolve_row(reference: str, default_entry: str | None) -> tuple[str, str]:
     if default_entry is None:
         raise ReportedError(f"reported row '{reference}' names no entry and the spec has no 'reported' entry")
     return default_entry, reference
+
+
+def spec_entries(spec: dict) -> list[str]:
+    """The reported.yaml entries a table spec's cells read: each row's ``reported`` resolved as
+    :func:`resolve_row` resolves it (the spec's own ``reported`` entry, or ``"<entry>:<row>"``)."""
+    return sorted({resolve_row(row["reported"], spec.get("reported"))[0] for row in spec["rows"] if row.get("reported")})
+
+
+class EntryReads(dict):
+    """reported.yaml's entries (a copy), noting in ``read`` the name of every entry looked up: a reader run on
+    it tells which entries it reads."""
+
+    def __init__(self, entries: dict):
+        super().__init__(entries)
+        self.read: set[str] = set()
+
+    def __getitem__(self, name):
+        self.read.add(name)
+        return super().__getitem__(name)
+
+    def get(self, name, default=None):
+        self.read.add(name)
+        return super().get(name, default)
+
+    def __contains__(self, name):
+        self.read.add(name)
+        return super().__contains__(name)
 
 
 def reported_value(reported: dict, entry: str, row: str, column: str) -> ReportedValue:

@@ -23,7 +23,7 @@ from pathlib import Path
 from sentrepro.files import atomic_write_text
 from sentrepro.hashing import sha256_file
 from sentrepro.tables.build import CSV_HEADER
-from sentrepro.planning.reported import ReportedValue, load_reported, reported_value, resolve_row
+from sentrepro.planning.reported import EntryReads, ReportedValue, load_reported, reported_value, resolve_row
 from sentrepro.planning.table_specs import available_specs, load_spec
 
 NAME = "demo_summary"
@@ -103,6 +103,15 @@ def paper_context(method: str, stands_in_for: list[str], reported: dict) -> tupl
                 if TASK in reported.get(entry, {}).get("columns", []):
                     return reported_value(reported, entry, row_key, TASK), backbone
     return None
+
+
+def context_entries(runs: list[dict], stands_in: dict[str, list[str]]) -> list[str]:
+    """The reported.yaml entries :func:`build_rows` reads for ``runs`` (its rule's ``params.data_entries``):
+    :func:`paper_context` of every run, run on a mapping that notes each entry looked up."""
+    reads = EntryReads(load_reported())
+    for run in runs:
+        paper_context(run["method"], stands_in.get(run["backbone"], [run["backbone"]]), reads)
+    return sorted(reads.read)
 
 
 def _hashed(path: Path) -> str:

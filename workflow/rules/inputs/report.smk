@@ -1,5 +1,6 @@
 # Input functions, params and targets of workflow/rules/report.smk, which includes this file first.
 
+from sentrepro.planning.reported import REPORTED_PATH, spec_entries
 from sentrepro.planning.table_cells import table_inputs
 from sentrepro.planning.table_specs import load_spec as load_table_spec
 
@@ -72,6 +73,14 @@ def demo_summary_spec() -> dict:
     stands = {n: b.get("stands_in_for", n) for n, b in config["backbones"].items()}
     return {"experiment": config["experiment"], "runs": [summary_run(r) for r in summary_runs()],
             "stands_in": {n: [v] if isinstance(v, str) else list(v) for n, v in stands.items()}}
+
+
+def demo_summary_entries() -> list[str]:
+    """The reported.yaml entries the demo summary reads (the paper's STS-B number of each run's method)."""
+    from sentrepro.tables.demo_summary import context_entries
+
+    spec = demo_summary_spec()
+    return context_entries(spec["runs"], spec["stands_in"])
 
 
 def demo_summary_targets() -> list[str]:

@@ -14,6 +14,12 @@ def verdict_tables():
     return claim_tables(load_claims())
 
 
+def verdict_entries() -> list[str]:
+    """The reported.yaml entries the verdicts read: those of every table the claims name (each is built
+    whole, and every published std of it sets a suite's spread)."""
+    return sorted({e for name in verdict_tables() for e in spec_entries(load_table_spec(name))})
+
+
 def verdict_metrics(w):
     """Every metrics file the claims' tables read (each once), as the table rule requests them."""
     files = set()
