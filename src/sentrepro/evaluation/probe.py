@@ -32,8 +32,8 @@ written out with the kernels autograd would run (:func:`_cross_entropy_logit_gra
 per L2 value with ``nn.Linear``'s own shapes, everything element-wise once over the stack. The result is
 SentEval's arithmetic bit for bit (``torch.equal`` against plain fits, ``tests/test_eval_probe.py``): a padded
 last batch adds exact zeros to the weight gradient (``gradᵀ @ x``, the product ``nn.Linear``'s backward forms),
-its bias gradient is summed over the probe's real rows only, and a one-row batch goes through ``addmm`` as
-``nn.Linear`` does (:func:`_affine`). The fixed-epoch training of the few-shot suite
+its bias gradient is summed over the probe's real rows only, and a short batch goes through ``addmm`` on its
+real rows as ``nn.Linear`` does (:func:`_affine`). The fixed-epoch training of the few-shot suite
 (:func:`fit_probe_grid_fixed_epochs`: no validation, no early stopping, so no lockstep bookkeeping to share)
 is the second engine, :class:`StackedProbe`: the members of an L2 grid as one stack, each L2 added to its
 member's gradient. Moving it onto the lockstep engine would apply L2 through the optimiser's ``weight_decay``
@@ -431,13 +431,17 @@ def _affine(features: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, le
             ) -> torch.Tensor:
     """``bias + x @ Wᵀ`` for P members at once, (P, B, in) -> (P, B, out), with ``nn.Linear``'s bits.
 
-    Rows past a member's ``length`` are padding (``lengths=None``: every row is real). ``baddbmm`` over the padded
-    width gives ``addmm``'s values row for row (measured), except for a member with a single real row, for which
-    ``addmm`` takes another path: that row is computed by ``addmm`` itself.
+    Rows past a member's ``length`` are padding (``lengths=None``: every row is real). ``baddbmm`` gives a member
+    whose batch fills the width ``addmm``'s values on that batch row for row (measured). A member with a shorter
+    batch (a pass's last one) is computed by ``addmm`` on its real rows alone, as ``nn.Linear`` computes it: MKL
+    picks its kernel by the number of rows, so a row's value inside a wider product may round differently (on one
+    CPU only for one row, on another for every batch under 16 rows).
     """
     out = torch.baddbmm(bias.unsqueeze(1), features, weight.transpose(1, 2))
-    for position in (p for p, length in enumerate(lengths or ()) if length == 1):
-        out[position, :1] = torch.addmm(bias[position], features[position, :1], weight[position].t())
+    width = features.shape[1]
+    for position, length in enumerate(lengths or ()):
+        if length < width:
+            out[position, :length] = torch.addmm(bias[position], features[position, :length], weight[position].t())
     return out
 
 
