@@ -12,6 +12,7 @@ name, a config error), reported as one line ``sentrepro <command>: <what>``; 3 s
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -567,7 +568,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--corpus", required=True, help="sentences.txt of the prepared corpus")
     p.add_argument("--wordnet-manifest", required=True, help="MANIFEST.json of the prepared WordNet source")
     p.add_argument("--out-dir", required=True)
-    p.set_defaults(func=cmd_build_views)
+    p.set_defaults(func=cmd_build_views, writes="out_dir", record="sentences.txt.json")
 
     p = sub.add_parser("tokenize", help="tokenize the corpus once for a tokenizer")
     p.add_argument("--spec", required=True)
@@ -575,7 +576,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out-dir", required=True)
     p.add_argument("--quiet", action="store_true")
     p.add_argument("--model-manifest", default="", help="the backbone's MANIFEST.json (rule fetch_model)")
-    p.set_defaults(func=cmd_tokenize)
+    p.set_defaults(func=cmd_tokenize, writes="out_dir", record="tokenized.json")
 
     p = sub.add_parser("train", help="train one backbone x method x seed run (resumes if interrupted)")
     p.add_argument("--spec", required=True)
@@ -584,7 +585,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run-dir", required=True)
     p.add_argument("--stop-after", type=int, default=None, help=argparse.SUPPRESS)
     p.add_argument("--model-manifest", default="", help="the backbone's MANIFEST.json (rule fetch_model)")
-    p.set_defaults(func=cmd_train)
+    p.set_defaults(func=cmd_train, writes="run_dir", record="train.json")
 
     p = sub.add_parser("evaluate", help="evaluate a run (or a frozen backbone) on a suite")
     p.add_argument("suite", help="an evaluation suite (`sentrepro registry` lists them)")
@@ -595,7 +596,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True)
     p.add_argument("--model-manifest", default="",
                    help="the backbone's MANIFEST.json (rule fetch_model): frozen backbones and step-0 suites")
-    p.set_defaults(func=cmd_evaluate)
+    p.set_defaults(func=cmd_evaluate, writes="out", record="")
 
     p = sub.add_parser("figure", help="draw a paper figure (PNG + PDF) from one suite's metrics files")
     p.add_argument("name", help="a figure (`sentrepro registry` lists them)")
@@ -691,16 +692,51 @@ def main(argv: list[str] | None = None) -> int:
     forget_written()
     forget_stores()
     try:
-        code = args.func(args)
-        if code == 0:  # every file the command wrote, with its sha256, into its experiment's ledger
-            record_outputs(args.command)
-        return code
+        with _one_writer(args) as adopted:
+            if adopted:
+                return 0
+            code = args.func(args)
+            if code == 0:  # every file the command wrote, with its sha256, into its experiment's ledger
+                record_outputs(args.command)
+            return code
     except Exception as exc:  # noqa: BLE001 - each kind below becomes one line; anything else is re-raised
         message, code = _user_error(exc)
         if message is None:
             raise
         print(f"sentrepro {args.command}: {' '.join(message.split())}", file=sys.stderr)  # one line
         return code
+
+
+@contextlib.contextmanager
+def _one_writer(args):
+    """A job command (one whose parser names the argument it ``writes``) holds its output's lock while it runs
+    (:mod:`sentrepro.records.job_lock`): a twin of a still running job waits for it. Yields True when, after
+    waiting, the output its parser names as its ``record`` is exactly what this job would write
+    (:mod:`sentrepro.records.adopt`): the job adopts it and runs nothing."""
+    output = getattr(args, "writes", None) and getattr(args, args.writes)
+    if not output:
+        yield False
+        return
+    from sentrepro.records.job_lock import one_writer
+
+    def say(line: str) -> None:
+        print(f"sentrepro {args.command}: {line}", file=sys.stderr, flush=True)
+
+    with one_writer(output, args.command, say) as waited:
+        if waited and args.record is not None:
+            from sentrepro.records.adopt import why_not_adoptable
+
+            record = Path(output) / args.record if args.record else Path(output)
+            if args.func is cmd_train or args.func is cmd_evaluate:
+                _record_job_code(args, suite=getattr(args, "suite", None))
+            why_not = why_not_adoptable(record, _spec(args.spec))
+            if why_not is None:
+                say(f"adopted {record}: the job it waited for wrote exactly what this one would "
+                    "(same settings, code and inputs)")
+                yield True
+                return
+            say(f"computing {output} itself: {why_not}")
+        yield False
 
 
 def _user_error(exc: Exception) -> tuple[str | None, int]:
