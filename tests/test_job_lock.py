@@ -54,7 +54,9 @@ def release_later(release: Path, seconds: float) -> None:
                       f"pathlib.Path({str(release)!r}).write_text('go')"])
 
 
-def test_a_twin_waits_for_the_holder_names_it_and_writes_only_after_it(tmp_path):
+def test_a_twin_waits_for_the_holder_names_it_and_writes_only_after_it(tmp_path, monkeypatch):
+    journal = tmp_path / "journal.jsonl"
+    monkeypatch.setenv(job_lock.JOURNAL, str(journal))
     output = tmp_path / "metrics" / "sts.json"
     output.parent.mkdir()
     holder, release = start_holder(output)
@@ -68,6 +70,12 @@ def test_a_twin_waits_for_the_holder_names_it_and_writes_only_after_it(tmp_path)
     assert waited > 0.3, waited
     assert len(said) == 1 and f"pid {holder.pid}" in said[0] and str(output) in said[0], said
     assert not job_lock.lock_path(output).exists(), "the lock file was left behind"
+    # the journal the fault harness reads: the holder's span, then the twin's, never overlapping
+    events = [json.loads(line) for line in journal.read_text().splitlines()]
+    assert [(e["event"], e["holder"].split(":")[1]) for e in events] == [
+        ("acquired", str(holder.pid)), ("released", str(holder.pid)),
+        ("acquired", str(os.getpid())), ("released", str(os.getpid()))], events
+    assert {e["output"] for e in events} == {str(output)} and events[1]["time"] <= events[2]["time"]
 
 
 def test_a_free_lock_is_taken_at_once_and_its_file_removed(tmp_path):

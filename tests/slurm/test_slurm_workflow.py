@@ -21,6 +21,7 @@ made by the tests right after that run.
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import os
 import re
@@ -409,3 +410,109 @@ def test_requeued_training_resumes_from_its_checkpoint_and_matches_an_uninterrup
     assert reference["resumed_from"] is None
     assert result_of(summary) == result_of(reference)
     assert files_of(run.workdir / RUN_DIR / "best") == files_of(local_run.workdir / RUN_DIR / "best")
+
+
+# ----------------------------------------------------------------------------------------------
+# Snakemake killed while its SLURM jobs run (issue 45): the user's restart, one writer per output
+# ----------------------------------------------------------------------------------------------
+
+@dataclass
+class OrphanedRun:
+    """The run restarted after its Snakemake was killed; the orphaned training job and its resubmitted twin."""
+
+    run: WorkflowRun
+    locked_out: WorkflowRun  # the first restart, before `--unlock`
+    orphan: str
+    twin: str
+    ledger_lines_before: int  # the experiment ledger's records copied from the reference run
+
+
+def our_jobs(states: str) -> list[str]:
+    """The cluster's jobs in ``states`` (squeue's comma list) whose name carries the profile's prefix."""
+    answer = subprocess.run(["squeue", "--noheader", f"--states={states}", "--format=%i|%j"], capture_output=True,
+                            text=True, check=True)
+    return [line.split("|")[0] for line in answer.stdout.split() if "|sentrepro_" in line]
+
+
+def ledger_lines(ledger: Path) -> list[dict]:
+    """Every record of a ledger (one JSON object a line; a line that does not parse fails the test)."""
+    return [json.loads(line) for line in ledger.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="module")
+def orphaned_run(slurm_cluster, local_run, tiny_config, tmp_path_factory) -> OrphanedRun:
+    """Snakemake `kill -9`ed while its training job runs on the cluster; then what docs/usage.md tells a user
+    ("After a fault"): the same command (which says the directory is locked), `--unlock`, the same command.
+
+    The orphan is held (`scontrol suspend`) from just before the kill until its resubmitted twin has said it
+    waits for it, so the restart always meets a job still writing its output, however fast the machine.
+    """
+    workdir = tmp_path_factory.mktemp("wf-orphan") / "work"
+    shutil.copytree(local_run.workdir, workdir, symlinks=True)
+    shutil.rmtree(workdir / RUN_DIR)
+    (workdir / SIMCSE_METRICS).unlink()
+    copied = len(ledger_lines(workdir / f"results/{EXPERIMENT}/ledger.jsonl"))
+    targets = (SIMCSE_METRICS,)
+    first = StartedWorkflow(workdir, slurm_args(), targets)
+    orphan = None
+    try:
+        orphan = first.wait_until(
+            lambda: next((job for job, log in SUBMITTED.findall(first.output())
+                          if "/rule_train/tiny-bert_simcse_seed1/" in log), None), "submission of the training job")
+        first.wait_until((workdir / RUN_DIR / "last" / "trainer_state.pt").exists, "the first checkpoint")
+        held = subprocess.run(["scontrol", "suspend", orphan], capture_output=True, text=True, check=False)
+        assert held.returncode == 0, f"scontrol suspend {orphan}: {held.stderr}"
+        os.kill(first.process.pid, signal.SIGKILL)  # Snakemake alone: its SLURM job goes on
+        first.process.wait()
+        locked_out = run_workflow(workdir, slurm_args(), targets)
+        unlocked = run_workflow(workdir, slurm_args("--unlock"), targets)
+        assert unlocked.returncode == 0, unlocked.output[-3000:]
+        restarted = StartedWorkflow(workdir, slurm_args(), targets)
+        twin = restarted.wait_until(
+            lambda: next((job for job, log in SUBMITTED.findall(restarted.output())
+                          if "/rule_train/tiny-bert_simcse_seed1/" in log), None), "resubmission of the training job")
+        twin_log = workdir / load_profile(SLURM_PROFILE)["slurm-logdir"] / "rule_train" / "tiny-bert_simcse_seed1"
+        restarted.wait_until(lambda: "waiting for" in (twin_log / f"{twin}.log").read_text(errors="replace")
+                             if (twin_log / f"{twin}.log").exists() else False, "the twin waiting for the orphan")
+        resumed = subprocess.run(["scontrol", "resume", orphan], capture_output=True, text=True, check=False)
+        assert resumed.returncode == 0, f"scontrol resume {orphan}: {resumed.stderr}"
+        return OrphanedRun(restarted.finish(), locked_out, orphan, twin, copied)
+    except BaseException:
+        first.kill()
+        if orphan:
+            subprocess.run(["scancel", orphan], check=False)
+        raise
+
+
+def test_snakemake_killed_while_its_jobs_run_loses_nothing_and_never_races(orphaned_run, local_run):
+    run, orphan, twin = orphaned_run.run, orphaned_run.orphan, orphaned_run.twin
+    # what the user met, and what the restart said
+    assert orphaned_run.locked_out.returncode != 0
+    assert "Directory cannot be locked" in orphaned_run.locked_out.output, orphaned_run.locked_out.output[-3000:]
+    assert run.returncode == 0, run.output[-6000:]
+    twin_log = run.submitted()[twin].read_text(encoding="utf-8")
+    assert f"SLURM job {orphan}" in twin_log, twin_log[-3000:]
+    # one writer: the twin took the orphan's finished run instead of writing the run directory beside it
+    assert "adopted" in twin_log, twin_log[-3000:]
+    summary = run.json(f"{RUN_DIR}/train.json")
+    assert summary["provenance"]["slurm_job_id"] == orphan
+    assert squeue_job(orphan)["state"] == "COMPLETED" and squeue_job(twin)["state"] == "COMPLETED"
+    # the same results as the undisturbed run
+    assert result_of(summary) == result_of(local_run.json(f"{RUN_DIR}/train.json"))
+    assert files_of(run.workdir / RUN_DIR / "best") == files_of(local_run.workdir / RUN_DIR / "best")
+    assert run.json(SIMCSE_METRICS)["results"] == local_run.json(SIMCSE_METRICS)["results"]
+    # the ledger: since the kill, one record per file the training wrote (none lost, none twice), each the file
+    # as it is now, written by the orphan's job
+    ledger = run.workdir / f"results/{EXPERIMENT}/ledger.jsonl"
+    records = [r for r in ledger_lines(ledger)[orphaned_run.ledger_lines_before:]
+               if r.get("command") == "train" and not r.get("dropped") and not r.get("removed")]
+    written = sorted([f"{RUN_DIR}/train.json",
+                      *(f"{RUN_DIR}/best/{name}" for name in files_of(run.workdir / RUN_DIR / "best"))])
+    assert sorted(r["path"] for r in records if "/last/" not in r["path"]) == written, records
+    for record in records:
+        if "/last/" not in record["path"]:
+            digest = hashlib.sha256((run.workdir / record["path"]).read_bytes()).hexdigest()
+            assert (digest, record["slurm_job_id"]) == (record["sha256"], orphan), record
+    # nothing left to clean up by hand: no lock file, no job of ours still queued, running or suspended
+    assert not [p for p in run.workdir.rglob(".*.lock")], list(run.workdir.rglob(".*.lock"))
+    assert not our_jobs("PENDING,RUNNING,SUSPENDED,COMPLETING"), our_jobs("PENDING,RUNNING,SUSPENDED,COMPLETING")

@@ -35,6 +35,9 @@ POLL_SECONDS = 1.0
 REPEAT_SECONDS = 600.0
 # File systems without record locks (Lustre mounted without -o flock) answer with one of these.
 NO_LOCKS = (errno.ENOLCK, errno.ENOSYS, errno.EOPNOTSUPP)
+# Where set, every take and release of a lock is appended here as a JSON line: the fault harness
+# (benchmarks/slurm_faults.py) checks from it that no two jobs ever held one output at once.
+JOURNAL = "SENTREPRO_LOCK_JOURNAL"
 
 Log = Callable[[str], None]
 
@@ -62,6 +65,19 @@ def describe_holder(text: str) -> str:
         return f"{who}, since {holder['since']})"
     except (ValueError, KeyError, TypeError):
         return "another job (its lock file names no holder yet)"
+
+
+def _journal(event: str, output: str | os.PathLike) -> None:
+    journal = os.environ.get(JOURNAL)
+    if not journal:
+        return
+    holder = f"{socket.gethostname()}:{os.getpid()}:{os.environ.get('SLURM_JOB_ID') or '-'}"
+    line = json.dumps({"event": event, "output": os.path.abspath(output), "holder": holder, "time": time.time()})
+    fd = os.open(journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    try:
+        os.write(fd, (line + "\n").encode())
+    finally:
+        os.close(fd)
 
 
 def _try_lock(fd: int) -> bool:
@@ -104,6 +120,7 @@ def acquire(output: str | os.PathLike, command: str, log: Log, *, poll_s: float 
         if locked and _same_file(fd, path):
             os.ftruncate(fd, 0)
             os.pwrite(fd, json.dumps(holder_record(command)).encode(), 0)
+            _journal("acquired", output)
             return fd, (time.monotonic() - started if waited else 0.0)
         waited = True  # held by another job, or its file just replaced by a holder that let go
         if not locked and (said is None or time.monotonic() - said >= repeat_s):
@@ -120,6 +137,7 @@ def release(output: str | os.PathLike, fd: int | None) -> None:
     it is gone and opens the new one)."""
     if fd is None:
         return
+    _journal("released", output)
     with contextlib.suppress(FileNotFoundError):
         if _same_file(fd, lock_path(output)):
             os.unlink(lock_path(output))
