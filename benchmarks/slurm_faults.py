@@ -68,8 +68,9 @@ SLICES = {
 NODE_CPUS, NODE_MEM_MB = 1, 1500
 CLUSTER_RULES_RE = re.compile(r"^rule (\w+):", re.M)
 SUBMITTED = re.compile(r"Job \S+ has been submitted with SLURM jobid (\d+) \(log: (.+?)\)\.")
-FINISHED = re.compile(r"^Finished jobid: ", re.M)
-JOB_HEADER = re.compile(r"^\[[^\]]+\]\n(?:local)?rule (\w+):\n(?:.*\n)*?\s+wildcards: (.*)$", re.M)
+FINISHED = re.compile(r"^Finished jobid: \S+ \(Rule: (\w+)\)$", re.M)
+JOB_HEADER = re.compile(r"^\s*(?:local)?rule (\w+):$")
+WILDCARDS = re.compile(r"^\s*wildcards: (.*)$")
 MAX_ATTEMPTS = 60
 
 
@@ -84,7 +85,7 @@ def log(message: str) -> None:
 @dataclass
 class Fault:
     kind: str
-    after_jobs: int  # injected once this many jobs have finished (all attempts together)
+    after_jobs: int  # injected once this many cluster jobs have finished (all attempts together)
     done: bool = False
     job: str | None = None
     rule: str | None = None
@@ -93,12 +94,13 @@ class Fault:
     note: str = ""
 
 
-def schedule(seed: int, total_jobs: int) -> list[Fault]:
-    """The faults of ``seed``, each at a number of finished jobs drawn uniformly from the run's middle 90 %."""
+def schedule(seed: int, cluster_jobs: int) -> list[Fault]:
+    """The faults of ``seed``, each at a number of finished cluster jobs drawn uniformly from 0 to 90 % of them
+    (a fault needs a job running on the cluster; one due while none runs waits for the next)."""
     rng = random.Random(seed)
     kinds = [kind for kind, count in FAULTS.items() for _ in range(count)]
     rng.shuffle(kinds)
-    points = sorted(rng.randint(max(1, total_jobs // 20), max(2, total_jobs * 19 // 20)) for _ in kinds)
+    points = sorted(rng.randint(0, max(1, cluster_jobs * 9 // 10)) for _ in kinds)
     return [Fault(kind, point) for kind, point in zip(kinds, points)]
 
 
@@ -120,12 +122,18 @@ def cluster_rules() -> list[str]:
     return sorted((rules | evaluate) - local - {"all"})
 
 
+# "slurm": --profile profiles/slurm; "local": the same sizing on the local executor (the rehearsal's own
+# profile settings: two cores, two GPUs' worth of training jobs at once), the reference a SLURM run must equal.
+EXECUTOR = {"slurm": ["--profile", str(REPO / "profiles" / "slurm"), "--group-components", "evaluate=2"],
+            "local": ["--cores", "2", "--resources", "gpu=2", "--rerun-incomplete"]}
+
+
 def snakemake_command(workdir: Path, *extra: str) -> list[str]:
     sizing = [f"{rule}:{key}={value}" for rule in cluster_rules()
               for key, value in (("cpus_per_task", NODE_CPUS), ("mem_mb", NODE_MEM_MB))]
+    executor = EXECUTOR[os.environ.get("SLURM_FAULTS_EXECUTOR", "slurm")]
     return [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
-            "--profile", str(REPO / "profiles" / "slurm"), "--group-components", "evaluate=2",
-            "--set-resources", *sizing,
+            *executor, "--set-resources", *sizing,
             "--configfiles", str(REPO / "config.yaml"), str(REPO / OVERLAY), str(workdir / "overlay.yaml"), *extra]
 
 
@@ -157,13 +165,18 @@ def start(workdir: Path, number: int, *extra: str) -> Attempt:
     return Attempt(command, process, output_file, time.monotonic())
 
 
-def planned_total(workdir: Path) -> int:
+def planned_jobs(workdir: Path) -> dict[str, int]:
+    """Rule -> jobs of the dry run (Snakemake's job-stats table)."""
     done = subprocess.run(snakemake_command(workdir, "--dry-run", "--quiet", "rules"), cwd=workdir,
                           env=workflow_env(workdir), capture_output=True, text=True, check=False)
-    match = re.search(r"^total\s+(\d+)$", done.stdout + done.stderr, re.M)
-    if done.returncode != 0 or not match:
+    counts = {rule: int(n) for rule, n in re.findall(r"^(\w+)\s+(\d+)$", done.stdout + done.stderr, re.M)}
+    if done.returncode != 0 or "total" not in counts:
         raise SystemExit(f"the dry run failed:\n{(done.stdout + done.stderr)[-3000:]}")
-    return int(match.group(1))
+    return counts
+
+
+def finished_cluster_jobs(output: str, rules: set[str]) -> int:
+    return sum(1 for rule in FINISHED.findall(output) if rule in rules)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -272,8 +285,20 @@ class Report:
 
 
 def ran_jobs(output: str) -> list[tuple[str, str]]:
-    """(rule, wildcards) of every job an attempt started."""
-    return [(rule, wildcards.strip()) for rule, wildcards in JOB_HEADER.findall(output)]
+    """(rule, wildcards) of every job an attempt started: each ``rule <name>:`` block of Snakemake's output (a
+    group job's members indented), with the block's ``wildcards:`` line ("" where it has none)."""
+    jobs: list[list[str]] = []
+    block_open = False
+    for line in output.splitlines():
+        header = JOB_HEADER.match(line)
+        if header:
+            jobs.append([header.group(1), ""])
+            block_open = True
+        elif not line.strip():
+            block_open = False
+        elif block_open and WILDCARDS.match(line):
+            jobs[-1][1] = WILDCARDS.match(line).group(1).strip()
+    return [(rule, wildcards) for rule, wildcards in jobs if rule != "all"]
 
 
 def run(workdir: Path, seed: int | None, slice_name: str) -> Report:
@@ -281,11 +306,13 @@ def run(workdir: Path, seed: int | None, slice_name: str) -> Report:
     test_cluster.up(spec, log=log)
     workdir.mkdir(parents=True, exist_ok=True)
     write_overlay(workdir, SLICES[slice_name])
-    total = planned_total(workdir)
-    faults = schedule(seed, total) if seed is not None else []
+    counts = planned_jobs(workdir)
+    on_cluster = set(cluster_rules())
+    total, cluster_total = counts["total"], sum(n for rule, n in counts.items() if rule in on_cluster)
+    faults = schedule(seed, cluster_total) if seed is not None else []
     rng = random.Random(f"targets-{seed}")
     report = Report(seed, slice_name, total)
-    log(f"{total} jobs planned; faults: {[(f.kind, f.after_jobs) for f in faults]}")
+    log(f"{total} jobs planned, {cluster_total} on the cluster; faults: {[(f.kind, f.after_jobs) for f in faults]}")
     started = time.monotonic()
     finished_before = 0
     undrain: list[float] = []
@@ -295,7 +322,7 @@ def run(workdir: Path, seed: int | None, slice_name: str) -> Report:
         extra = ()
         while attempt.process.poll() is None:
             time.sleep(1)
-            finished = finished_before + len(FINISHED.findall(attempt.output()))
+            finished = finished_before + finished_cluster_jobs(attempt.output(), on_cluster)
             for when in [t for t in undrain if t <= time.monotonic()]:
                 subprocess.run(["scontrol", "update", f"nodename={test_cluster.NODE_NAME}", "state=resume"],
                                check=True)
@@ -305,7 +332,7 @@ def run(workdir: Path, seed: int | None, slice_name: str) -> Report:
                 due.at_s = round(time.monotonic() - started, 1)
                 log(f"fault {due.kind} after {finished} jobs: {due.job or ''} {due.rule or ''} {due.note}")
         output = attempt.output()
-        finished_before += len(FINISHED.findall(output))
+        finished_before += finished_cluster_jobs(output, on_cluster)
         locked = "Directory cannot be locked" in output
         report.attempts.append({"number": number, "rc": attempt.process.returncode,
                                 "wall_s": round(time.monotonic() - attempt.started, 1), "locked": locked,
@@ -358,9 +385,11 @@ def results_of(root: Path) -> dict[str, object]:
         data = json.loads(path.read_text(encoding="utf-8"))
         if "/metrics/" in rel:
             found[rel] = data["results"]
-        elif path.name == "train.json":
-            found[rel] = {k: v for k, v in data.items() if k not in ("provenance", "timings", "resumed_from",
-                                                                      "best_files", "resume_state")}
+        elif path.name == "train.json":  # without what says how this job went (its time, a resume) and stamps
+            found[rel] = {k: v for k, v in data.items() if k not in (
+                "provenance", "train_seconds_this_job", "resumed_from", "best_files", "resume_state",
+                "unreadable_checkpoints")}
+            found[rel]["best_files"] = {name: entry["sha256"] for name, entry in data["best_files"].items()}
     for path in sorted(experiment.glob("tables/*.csv")) + sorted(experiment.glob("verdicts*.csv")):
         found[path.relative_to(root).as_posix()] = path.read_text(encoding="utf-8")
     return found
@@ -404,8 +433,11 @@ def ledger_problems(workdir: Path) -> list[str]:
             continue
         latest: dict[str, dict] = {}
         seen = set()
-        for number, line in enumerate(ledger.read_text(encoding="utf-8").splitlines(), 1):
-            record = json.loads(line)
+        for number, line in enumerate(ledger.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+            try:
+                record = json.loads(line)
+            except ValueError:  # a line torn by a job killed while appending: the ledger's reader skips and
+                continue        # names it (issue 36); what the job wrote is written again by its rerun
             key = (record["path"], record["sha256"], record.get("command"), record.get("slurm_job_id"),
                    record.get("dropped"), record.get("removed"), record.get("host"))
             if key in seen and not record.get("removed"):
@@ -489,15 +521,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, required=True, help="a new folder for the run")
     parser.add_argument("--reference", type=Path, help="an --undisturbed run's workdir, to compare with")
     parser.add_argument("--slice", choices=sorted(SLICES), default="whole")
+    parser.add_argument("--local", action="store_true", help="with --undisturbed: the local executor, same sizing")
     parser.add_argument("--report", type=Path, help="write the report as JSON here")
     args = parser.parse_args(argv)
     if (args.seed is None) == (not args.undisturbed):
         parser.error("give --seed N or --undisturbed")
+    if args.local and not args.undisturbed:
+        parser.error("--local runs no faults: give --undisturbed")
+    if args.local:
+        os.environ["SLURM_FAULTS_EXECUTOR"] = "local"
     if args.workdir.exists() and any(args.workdir.iterdir()):
         parser.error(f"{args.workdir} is not empty")
     with test_cluster.exclusive_use(test_cluster.ClusterSpec.for_this_machine(), log):
         report = run(args.workdir.resolve(), None if args.undisturbed else args.seed, args.slice)
         problems = invariant(args.workdir.resolve(), args.reference.resolve() if args.reference else None)
+    problems += [f"fault {f['kind']} (due after {f['after_jobs']} cluster jobs) was never injected: the DAG "
+                 "completed first" for f in report.faults if not f["done"]]
     print(f"\n{report.planned_jobs} jobs, {len(report.attempts)} Snakemake runs, {report.wall_s:.0f} s wall")
     for fault in report.faults:
         print(f"  {fault['kind']:<17} after {fault['after_jobs']:>4} jobs at {fault['at_s']} s: "
