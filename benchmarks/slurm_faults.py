@@ -50,7 +50,7 @@ sys.path.insert(0, str(REPO))
 
 from sentrepro.planning.rehearsal import OVERLAY  # noqa: E402
 from tests.slurm import cluster as test_cluster  # noqa: E402
-from tests.workflow_helpers import only_blocks, only_units, write_overlay  # noqa: E402
+from tests.workflow_helpers import cluster_rule_commands, only_blocks, only_units, write_overlay  # noqa: E402
 
 FAULTS = {"scancel": 10, "kill-9": 5, "requeue": 1, "drain": 1, "slurmd": 1, "snakemake-kill-9": 1}
 SLICES = {
@@ -66,7 +66,6 @@ SLICES = {
 }
 # The test node has 2 CPUs and a few GB: every cluster rule is sized down to fit it (a paper job asks for 8 CPUs).
 NODE_CPUS, NODE_MEM_MB = 1, 1500
-CLUSTER_RULES_RE = re.compile(r"^rule (\w+):", re.M)
 SUBMITTED = re.compile(r"Job \S+ has been submitted with SLURM jobid (\d+) \(log: (.+?)\)\.")
 FINISHED = re.compile(r"^Finished jobid: \S+ \(Rule: (\w+)\)$", re.M)
 JOB_HEADER = re.compile(r"^\s*(?:local)?rule (\w+):$")
@@ -109,17 +108,13 @@ def schedule(seed: int, cluster_jobs: int) -> list[Fault]:
 # ----------------------------------------------------------------------------------------------
 
 def cluster_rules() -> list[str]:
-    """Every rule of the workflow that is not a local rule (read from the rule files: derived, not listed)."""
-    rules = set()
-    for path in sorted((REPO / "workflow" / "rules").glob("*.smk")):
-        rules.update(CLUSTER_RULES_RE.findall(path.read_text(encoding="utf-8")))
-    snakefile = (REPO / "Snakefile").read_text(encoding="utf-8")
-    local = set(re.findall(r"^\s+(\w+),$", snakefile.split("localrules:", 1)[1].split("\n\n", 1)[0], re.M))
-    evaluate = {f"evaluate_{suite}" for suite in json.loads(subprocess.run(
-        [sys.executable, "-c", "import json; from sentrepro.planning import registry; "
-                               "print(json.dumps(list(registry.suites())))"], capture_output=True, text=True,
-        check=True).stdout)}
-    return sorted((rules | evaluate) - local - {"all"})
+    """Every rule of the workflow that runs on the cluster, each suite's evaluation rule by name."""
+    from sentrepro.planning import registry
+
+    rules = set(cluster_rule_commands())
+    if "evaluate_<suite>" in rules:
+        rules = (rules - {"evaluate_<suite>"}) | {f"evaluate_{suite}" for suite in registry.suites()}
+    return sorted(rules)
 
 
 # "slurm": --profile profiles/slurm; "local": the same sizing on the local executor (the rehearsal's own

@@ -19,6 +19,7 @@ from sentrepro import cli
 from sentrepro.records import job_lock
 from sentrepro.records.adopt import why_not_adoptable
 from sentrepro.records.provenance import Provenance
+from tests.workflow_helpers import cluster_rule_commands
 
 HOLDER = """
 import sys, time
@@ -168,3 +169,19 @@ def test_a_twin_adopts_what_its_holder_finished_and_computes_anything_else(tmp_p
     # no holder, no wait: an existing output is never adopted (Snakemake removed it if it was to be redone)
     with cli._one_writer(evaluate_args(output)) as adopted:
         assert adopted is False
+
+
+# ----------------------------------------------------------------------------------------------
+# Which commands hold a lock: every one a cluster rule runs (derived from the rules)
+# ----------------------------------------------------------------------------------------------
+
+def test_every_command_a_cluster_job_runs_holds_a_lock_on_its_output():
+    commands = cluster_rule_commands()
+    assert {"tokenize", "train", "evaluate_<suite>", "build_views"} <= set(commands), commands  # the scan works
+    subparsers = next(action for action in cli.build_parser()._actions
+                      if isinstance(action, argparse._SubParsersAction)).choices
+    for rule, command in commands.items():
+        parser = subparsers[command]
+        writes = parser.get_default("writes")
+        assert writes, f"rule {rule} runs `sentrepro {command}` on the cluster, which declares no `writes`"
+        assert writes in {action.dest for action in parser._actions}, (command, writes)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -198,3 +199,18 @@ class DryRuns:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def cluster_rule_commands() -> dict[str, str]:
+    """rule -> the `sentrepro` subcommand its shell runs, for every rule that is not one of the Snakefile's
+    ``localrules`` (read from the rule files; the rules of the one definition per suite are ``evaluate_<suite>``)."""
+    snakefile = (REPO / "Snakefile").read_text(encoding="utf-8")
+    local = set(re.findall(r"^\s+(\w+),$", snakefile.split("localrules:", 1)[1].split("\n\n", 1)[0], re.M))
+    found = {}
+    for path in sorted((REPO / "workflow" / "rules").glob("*.smk")):
+        for block in re.split(r"^\s*rule\b", path.read_text(encoding="utf-8"), flags=re.M)[1:]:
+            name = re.match(r"\s*(\w*):", block).group(1) or "evaluate_<suite>"
+            command = re.search(r"\bsentrepro ([a-z][a-z-]+)", block.split("shell:", 1)[-1])
+            if command and name not in local:
+                found[name] = command.group(1)
+    return found

@@ -668,7 +668,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--folder", required=True, help="a folder `sentrepro export` wrote")
     p.add_argument("--tables", nargs="*", default=[], help="table CSVs: their cells of this run go into the card")
     p.add_argument("--verdicts", default="", help="verdicts.csv: its rows about this run go into the card")
-    p.set_defaults(func=cmd_export_card)
+    p.set_defaults(func=cmd_export_card, writes="folder", record=None)
 
     p = sub.add_parser("audit", help="trace a table cell (or a verdict row, or an exported folder) back to raw "
                        "data and verify every hash")
