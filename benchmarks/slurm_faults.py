@@ -390,6 +390,14 @@ def results_of(root: Path) -> dict[str, object]:
     return found
 
 
+def compare_common(workdir: Path, other: Path) -> tuple[int, list[str]]:
+    """The metrics files and training summaries both runs hold (another config sharing runs, e.g. the whole local
+    rehearsal): how many, and those that differ. A run's results depend on its own config slice only."""
+    ours, theirs = results_of(workdir), results_of(other)
+    common = [name for name in sorted(set(ours) & set(theirs)) if not name.endswith(".csv")]
+    return len(common), [f"{name}: differs from {other}" for name in common if ours[name] != theirs[name]]
+
+
 def invariant(workdir: Path, reference: Path | None) -> list[str]:
     """Every way the faulted run differs from what an undisturbed run leaves, one line each (empty: it holds)."""
     problems = []
@@ -518,6 +526,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--slice", choices=sorted(SLICES), default="whole")
     parser.add_argument("--local", action="store_true", help="with --undisturbed: the local executor, same sizing")
     parser.add_argument("--report", type=Path, help="write the report as JSON here")
+    parser.add_argument("--common", type=Path, help="a run of another config (the whole local rehearsal's folder): "
+                        "its metrics files and training summaries that this run also has must be equal")
     args = parser.parse_args(argv)
     if (args.seed is None) == (not args.undisturbed):
         parser.error("give --seed N or --undisturbed")
@@ -539,6 +549,10 @@ def main(argv: list[str] | None = None) -> int:
     for cause, jobs in report.reruns.items():
         hours = sum(paper_hours(job) for job in jobs)
         print(f"  ran again after {cause}: {len(jobs)} jobs, {hours:.2f} GPU-hours at paper scale: {jobs}")
+    if args.common:
+        shared, differ = compare_common(args.workdir.resolve(), args.common.resolve())
+        print(f"  {shared} metrics files and training summaries shared with {args.common}: {len(differ)} differ")
+        problems += differ
     print("invariant: " + ("holds" if not problems else f"{len(problems)} problems"))
     for problem in problems:
         print(f"  {problem}")
