@@ -205,8 +205,11 @@ def job_worker(job: str) -> int | None:
     return None
 
 
+TARGETED: set[str] = set()  # jobs a fault already hit: each fault takes a job no other fault took
+
+
 def pick(rng: random.Random, prefer_train: bool) -> dict | None:
-    jobs = running_jobs()
+    jobs = [job for job in running_jobs() if job["job"] not in TARGETED]
     training = [job for job in jobs if job["rule"] == "train"]
     pool = training if prefer_train and training else jobs
     return rng.choice(pool) if pool else None
@@ -261,6 +264,8 @@ def inject(fault: Fault, attempt: Attempt, rng: random.Random, spec: test_cluste
             return False
         os.kill(attempt.process.pid, signal.SIGKILL)
     fault.done = True
+    if fault.job:
+        TARGETED.add(fault.job)
     return True
 
 
@@ -279,21 +284,29 @@ class Report:
     reruns: dict = field(default_factory=dict)
 
 
+METRICS_PIN = re.compile(r"#sha256=[0-9a-f]{64}")
+LOGFILE_SECTION = re.compile(r"^Logfile [^\n]*:\n={20,}\n.*?^={20,}$", re.M | re.S)
+JOBID = re.compile(r"^\s*jobid: (\S+)$")
+
+
 def ran_jobs(output: str) -> list[tuple[str, str]]:
     """(rule, wildcards) of every job an attempt started: each ``rule <name>:`` block of Snakemake's output (a
-    group job's members indented), with the block's ``wildcards:`` line ("" where it has none)."""
-    jobs: list[list[str]] = []
-    block_open = False
-    for line in output.splitlines():
+    group job's members indented) with its ``jobid:`` and ``wildcards:`` lines, once per job id. The failed
+    jobs' logs Snakemake prints (``Logfile …:`` between rules of ``=``) and its error summaries (which list a
+    group's members without wildcards) are not jobs started."""
+    jobs: dict[str, tuple[str, str]] = {}
+    rule = jobid = None
+    for line in LOGFILE_SECTION.sub("", output).splitlines():
         header = JOB_HEADER.match(line)
         if header:
-            jobs.append([header.group(1), ""])
-            block_open = True
+            rule, jobid = header.group(1), None
         elif not line.strip():
-            block_open = False
-        elif block_open and WILDCARDS.match(line):
-            jobs[-1][1] = WILDCARDS.match(line).group(1).strip()
-    return [(rule, wildcards) for rule, wildcards in jobs if rule != "all"]
+            rule = None
+        elif rule and JOBID.match(line):
+            jobid = JOBID.match(line).group(1)
+        elif rule and jobid and WILDCARDS.match(line):
+            jobs.setdefault(jobid, (rule, WILDCARDS.match(line).group(1).strip()))
+    return list(jobs.values())
 
 
 def run(workdir: Path, seed: int | None, slice_name: str) -> Report:
@@ -386,7 +399,9 @@ def results_of(root: Path) -> dict[str, object]:
                 "unreadable_checkpoints")}
             found[rel]["best_files"] = {name: entry["sha256"] for name, entry in data["best_files"].items()}
     for path in sorted(experiment.glob("tables/*.csv")) + sorted(experiment.glob("verdicts*.csv")):
-        found[path.relative_to(root).as_posix()] = path.read_text(encoding="utf-8")
+        # a cell's provenance pins its metrics file by sha256, and that file's provenance holds the job's
+        # timings: the pin is a wall-clock cell; the file's results are compared above
+        found[path.relative_to(root).as_posix()] = METRICS_PIN.sub("#sha256=…", path.read_text(encoding="utf-8"))
     return found
 
 
@@ -504,6 +519,8 @@ def paper_hours(job: str) -> float:
 
     rule, _, wildcards = job.partition(" ")
     fields = dict(item.split("=", 1) for item in wildcards.split(", ") if "=" in item)
+    if (rule == "train" or rule.startswith("evaluate_")) and "backbone" not in fields:
+        raise ValueError(f"no backbone in the wildcards of job {job!r}")
     config = load_config(REPO / "config.yaml")
     estimates = load_estimates()
     if rule == "train":
@@ -517,6 +534,15 @@ def paper_hours(job: str) -> float:
     return 0.0
 
 
+def check_only(workdir: Path, reference: Path | None) -> int:
+    """The invariant of a finished run again (after a change to the check itself), without running anything."""
+    problems = invariant(workdir, reference)
+    print("invariant: " + ("holds" if not problems else f"{len(problems)} problems"))
+    for problem in problems:
+        print(f"  {problem}")
+    return 1 if problems else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, help="the fault schedule's seed")
@@ -528,7 +554,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report", type=Path, help="write the report as JSON here")
     parser.add_argument("--common", type=Path, help="a run of another config (the whole local rehearsal's folder): "
                         "its metrics files and training summaries that this run also has must be equal")
+    parser.add_argument("--check-only", action="store_true", help="check the invariant of the finished run in "
+                        "--workdir against --reference; run nothing")
     args = parser.parse_args(argv)
+    if args.check_only:
+        return check_only(args.workdir.resolve(), args.reference.resolve() if args.reference else None)
     if (args.seed is None) == (not args.undisturbed):
         parser.error("give --seed N or --undisturbed")
     if args.local and not args.undisturbed:
@@ -539,6 +569,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"{args.workdir} is not empty")
     with test_cluster.exclusive_use(test_cluster.ClusterSpec.for_this_machine(), log):
         report = run(args.workdir.resolve(), None if args.undisturbed else args.seed, args.slice)
+        if args.report:  # what ran, before anything that reads it can fail
+            args.report.write_text(json.dumps(asdict(report), indent=1), encoding="utf-8")
         problems = invariant(args.workdir.resolve(), args.reference.resolve() if args.reference else None)
     problems += [f"fault {f['kind']} (due after {f['after_jobs']} cluster jobs) was never injected: the DAG "
                  "completed first" for f in report.faults if not f["done"]]
@@ -548,7 +580,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{fault['job'] or ''} {fault['rule'] or ''} {fault['wildcards'] or ''} {fault['note']}".rstrip())
     for cause, jobs in report.reruns.items():
         hours = sum(paper_hours(job) for job in jobs)
-        print(f"  ran again after {cause}: {len(jobs)} jobs, {hours:.2f} GPU-hours at paper scale: {jobs}")
+        print(f"  ran again after {cause}: {len(jobs)} jobs, at most {hours:.2f} GPU-hours at paper scale (a "
+              f"whole job each; a training that resumed from its checkpoint costs the steps since): {jobs}")
     if args.common:
         shared, differ = compare_common(args.workdir.resolve(), args.common.resolve())
         print(f"  {shared} metrics files and training summaries shared with {args.common}: {len(differ)} differ")
