@@ -1,30 +1,34 @@
-"""Mutation testing of the protocol-critical code: does a small realistic bug in it make a fast test fail?
+"""Mutation testing of the code that decides a number or a verdict: does a small realistic bug in it make a test fail?
 
-For each target below, mutmut (pinned in requirements.txt) mutates the target's functions one small edit at a
-time (an operator, a number, a comparison, a keyword, an assignment, a string) and runs only the unit tests that
-cover that module after each edit; a mutant no test notices *survives*. Every survivor must be killed by a new test
-or listed in ``benchmarks/mutation_equivalent.yaml`` with the reason it cannot change a result (the same mutated line
-listed there is "equivalent" here; anything else is "survived" and the table says so).
+Every mutant of every target is run; nothing is sampled. mutmut's operators (pinned in requirements-test.txt) make
+the mutants, one small edit each (an operator, a number, a comparison, a keyword, an assignment, a string); this
+script runs them, which is what makes "every mutant" affordable:
 
-Each target runs in a throwaway copy of the checkout (``src``, ``tests``, ``benchmarks`` and the top-level files),
-imported first through ``PYTHONPATH``, so the working tree is never edited and no bytecode cache goes stale. Targets
-run one after another, each mutant's tests in one pytest run (``-x``, no xdist) forked from a server that imported
-torch once (``benchmarks/mutation_server.py``): the machine is shared.
+- **Only the tests that reach the mutated line.** One coverage pass (coverage.py, one context per test) runs the
+  unit tiers (``-m "not slow and not slurm"``) over the targets and records which tests run each line. A mutant
+  runs exactly those tests, fastest first, stopping at the first failure (``-x``). A mutant of a line run only on
+  import (a ``def``, a constant) runs every test that reaches the module. A mutant of a line no test runs is
+  *not reached*: a survivor, without a run (the workflow tests that reach it in a subprocess are out of this
+  tier's reach, and the table says so).
+- **A warm fork server per worker** (``benchmarks/mutation_server.py``): torch, transformers and scikit-learn are
+  imported once; each run forks a child that imports the package afresh from the worker's own copy of the
+  checkout, where the mutant is written. ``--workers`` copies run in parallel (default: one per core).
+- **A cache keyed by fingerprints**: a target whose module, covering test files, ``tests/conftest.py`` and this
+  engine are unchanged since its recorded run (``benchmarks/mutation_results.json``) is not run again
+  (``--force`` runs it); an interrupted run resumes from ``.mutation-cache/``.
 
-Scope: a target names the functions (or classes) that carry the papers' protocol; only their lines are mutated
-(passed to mutmut as a patch of "added" lines). A target's ``cap`` (``--max-mutants`` for all) keeps the first
-mutants in line order where a run must stay short; the table shows "N of M (cap C)" when it bit. ``--limit`` stops a
-target's mutmut after that many seconds; mutants it left untested (stopped, or mutmut failed: the record keeps the
-end of its log) are counted as "not run".
+A mutant is *killed* when its tests fail (pytest exit 1), cannot be collected (2: the mutant breaks an import) or
+end by a signal (a crash), and *timed out* when they run past three times their unmutated time plus 30 s (counted
+as killed, as PIT counts them: the tests notice). A mutant whose tests pass *survives*; every survivor must be killed
+by a new test or listed in ``benchmarks/mutation_equivalent.yaml`` with the reason it cannot change a result (the
+same module, line and mutated line listed there is "equivalent" here).
 
-Run from the repository root::
+**Scope**: every line of each target module but the text of the errors it raises (``raise`` statements: their
+wording decides no number, and tests/test_docs_troubleshooting.py checks that each error class is documented).
 
-    .venv/bin/python benchmarks/mutation.py                      # every target (tens of minutes on 2 cores)
+    .venv/bin/python benchmarks/mutation.py                      # every target
     .venv/bin/python benchmarks/mutation.py evaluation/sts.py     # one target
     .venv/bin/python benchmarks/mutation.py --table               # the BENCHMARKS.md table from the results file
-
-Results (per target: counts, time, every surviving or equivalent mutant as a diff line) are merged into
-``benchmarks/mutation_results.json`` (committed: the table is made from it); ``--table`` prints BENCHMARKS.md's table.
 """
 
 from __future__ import annotations
@@ -32,16 +36,17 @@ from __future__ import annotations
 import argparse
 import ast
 import difflib
+import hashlib
 import json
 import os
+import queue
 import shutil
-import signal
-import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
@@ -50,126 +55,443 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = Path("src") / "sentrepro"
 RESULTS = ROOT / "benchmarks" / "mutation_results.json"
 EQUIVALENT = ROOT / "benchmarks" / "mutation_equivalent.yaml"
-COPIED = ("src", "tests", "benchmarks", "pyproject.toml", "config.yaml", "Snakefile", "workflow", "profiles")
+CACHE = ROOT / ".mutation-cache"
+SERVER = Path(__file__).resolve().with_name("mutation_server.py")
+COPIED = ("src", "tests", "benchmarks", "pyproject.toml", "config.yaml", "Snakefile", "workflow", "profiles", "docs",
+          "README.md", "CONTRIBUTING.md", "BENCHMARKS.md", "CHANGELOG.md", "mkdocs.yml", "Makefile", "envs",
+          "requirements.txt", "requirements-test.txt", "requirements-export.txt", "requirements-offline-data.txt",
+          "config.schema.yaml")
+UNIT_TIERS = "not slow and not slurm"
+PYTEST = ("-q", "-p", "no:cacheprovider", "-p", "no:xdist")
 
 
 @dataclass(frozen=True)
 class Target:
-    """A module (under src/sentrepro), the functions or classes of it that are mutated (None: all of it), the
-    test selection run against each mutant (pytest arguments), what the module carries (for the table) and the cap
-    on its mutants (2 shared cores: ~5-20 s per mutant)."""
+    """A module under src/sentrepro and what it decides (the table's "what" column)."""
 
     module: str
-    functions: tuple[str, ...] | None
-    tests: tuple[str, ...]
     what: str
-    cap: int | None = 20  # mutants at most, the first in line order (None: every mutant of the scope)
 
 
-# Most protocol-critical first: the order `python benchmarks/mutation.py` runs them in. A test selection is the
-# pytest arguments after the file names (-k narrows to the tests that exercise the mutated functions).
-K_TRAIN = "train_step or batches_cover or adamw or schedule"  # -k matches file names too: all of test_train_step.py
+# The order a whole run takes: the verdict statistics and the STS / transfer scoring first (their goal is 100 %).
 TARGETS = (
-    Target("evaluation/sts.py", None, ("tests/test_eval_sts.py",), "STS scoring and the 'all' aggregation", cap=None),
-    Target("evaluation/sts_suite.py", ("score_tasks",), ("tests/test_eval_sts.py",), "STS suite scoring", cap=None),
-    Target("training/optim.py", None, ("tests/test_train_step.py", "tests/test_simcse.py", "-k", K_TRAIN),
-           "AdamW (HF 4.2.1), weight-decay groups, lr schedules", cap=None),
-    Target("training/loop.py", ("total_steps", "batch_indices", "epoch_order", "build_optimization", "optimizer_step"),
-           ("tests/test_train_step.py", "tests/test_train.py", "-k", K_TRAIN),
-           "training step, clipping, schedule length, batch order", cap=None),
-    Target("evaluation/suites.py", ("senteval_ordered", "split_features", "score_transfer_task", "run_transfer"),
-           ("tests/test_senteval_parity.py",), "transfer suite entry", cap=25),
-    Target("data/benchmarks/transfer.py", ("senteval_order",), ("tests/test_senteval_parity.py",),
-           "SentEval's row order"),
-    Target("evaluation/transfer.py", None, ("tests/test_eval_transfer.py", "tests/test_senteval_parity.py", "-k",
-                                            "not cuda and not fewshot"),
-           "transfer protocols (nested CV, dev-selected, fixed test), MRPC features"),
-    Target("evaluation/probe.py", ("resolve_mode", "_holdout_split", "encode_labels", "search_l2_on_folds"),
-           ("tests/test_eval_probe.py", "tests/test_senteval_parity.py"), "the transfer probe"),
-    Target("evaluation/clustering.py", None, ("tests/test_eval_clustering.py",),
-           "KMeans clustering, Hungarian accuracy, NMI"),
-    Target("tables/aggregate.py", None, ("tests/test_tables.py", "-k", "seed or summary or statistic"),
-           "table cells: statistics over seeds"),
-    Target("code/codedeps.py", ("_strip_docstrings", "normalised_source", "cache_key", "file_fingerprint", "combine"),
-           ("tests/test_codedeps.py", "-k",
-            "docstring or string_literal or yaml or behaviour or cache_key or normalised"),
-           "code fingerprints", cap=None),
-    Target("records/integrity.py", ("file_sha256", "verify_files", "dataset_files", "verify_dataset", "manifest_files"),
-           ("tests/test_reliability.py", "-k", "dataset or weight_byte or stamp"), "dataset integrity check"),
-    Target("data/download.py", ("_normalise_sha256", "_reuse_existing", "_verify_partial", "_download_http_verified"),
-           ("tests/test_download.py",), "download checksum verification"),
-    Target("methods/simcse.py", ("simcse_loss", "with_special_tokens", "SimCSE"), ("tests/test_simcse.py",),
-           "SimCSE contrastive loss"),
-    Target("methods/conpvp.py", ("prototype_logits", "prototype_loss", "template_choice", "wrap_with_template",
-                                 "insert_prompt"), ("tests/test_method_conpvp.py",), "ConPVP prototypes and loss"),
-    Target("methods/promptbert.py", ("shifted_position_ids", "gather_positions", "last_occurrence", "template_bias",
-                                     "PromptBERT"), ("tests/test_method_promptbert.py",),
-           "PromptBERT templates and denoising"),
-    Target("methods/esimcse.py", ("repeat_subwords", "enqueue", "esimcse_loss", "ema_update"),
-           ("tests/test_method_esimcse.py",), "ESimCSE repetition, queue, momentum"),
-    Target("methods/mocoutrl.py", ("ntxent_pml", "released_labels", "views_infonce", "token_contrast"),
-           ("tests/test_method_mocoutrl.py",), "MoCoUTRL losses"),
-    Target("verdicts/stats.py", None, ("tests/test_stats.py",), "verdict statistics"),
+    Target("verdicts/stats.py", "verdict statistics: seed tests, margins, multiplicity"),
+    Target("evaluation/sts.py", "STS scoring and the 'all' aggregation"),
+    Target("evaluation/sts_suite.py", "STS suite scoring"),
+    Target("evaluation/transfer.py", "transfer protocols (nested CV, dev-selected, fixed test), MRPC features"),
+    Target("evaluation/probe.py", "the transfer probe (SentEval's classifier, in lockstep)"),
+    Target("evaluation/suites.py", "the evaluation suites' entry points"),
+    Target("evaluation/fewshot.py", "few-shot transfer"),
+    Target("evaluation/clustering.py", "KMeans clustering, Hungarian accuracy, NMI"),
+    Target("evaluation/classification.py", "WOS classification"),
+    Target("evaluation/geometry.py", "alignment, uniformity, anisotropy"),
+    Target("evaluation/analyses.py", "the papers' analyses"),
+    Target("evaluation/item_scores.py", "per-item scores"),
+    Target("methods/simcse.py", "SimCSE contrastive loss"),
+    Target("methods/esimcse.py", "ESimCSE repetition, queue, momentum"),
+    Target("methods/promptbert.py", "PromptBERT templates and denoising"),
+    Target("methods/optiprompt.py", "OptiPrompt's prompt vectors"),
+    Target("methods/conpvp.py", "ConPVP prototypes and loss"),
+    Target("methods/mocoutrl.py", "MoCoUTRL losses"),
+    Target("methods/templates.py", "prompt templates"),
+    Target("methods/baselines.py", "frozen baselines, whitening"),
+    Target("training/loop.py", "training step, clipping, schedule length, batch order"),
+    Target("training/optim.py", "AdamW (HF 4.2.1), weight-decay groups, lr schedules"),
+    Target("tables/aggregate.py", "table cells: statistics over seeds"),
+    Target("tables/build.py", "table building: rows, columns, reported numbers, deltas"),
+    Target("tables/render.py", "table rendering: numbers, deltas, bracket labels"),
+    Target("verdicts/build.py", "verdict builder: direction, margin, decidability"),
+    Target("verdicts/claims.py", "claims.yaml reader"),
+    Target("planning/reported.py", "reported.yaml reader (the published numbers)"),
+    Target("data/benchmarks/__init__.py", "benchmark parsers' common reader"),
+    Target("data/benchmarks/sts.py", "STS and SICK parsers"),
+    Target("data/benchmarks/transfer.py", "transfer task parsers, SentEval's row order"),
+    Target("data/benchmarks/senteval.py", "SentEval's file formats"),
+    Target("data/benchmarks/clustering.py", "clustering set parsers"),
+    Target("data/benchmarks/wos.py", "WOS parser"),
+    Target("code/codedeps.py", "code fingerprints (what reruns)"),
+    Target("data/download.py", "download checksum verification"),
+    Target("records/ledger.py", "the ledger"),
+    Target("records/integrity.py", "integrity checks"),
+    Target("records/audit.py", "the audit of a table cell"),
 )
 BY_MODULE = {target.module: target for target in TARGETS}
 
 
-def selected_lines(path: Path, names: tuple[str, ...] | None) -> set[int]:
-    """Line numbers (1-based) of the named top-level functions or classes of ``path`` (all lines for None)."""
-    source = path.read_text(encoding="utf-8")
-    if names is None:
-        return set(range(1, source.count("\n") + 2))
-    found: dict[str, ast.AST] = {}
-    for node in ast.parse(source).body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name in names:
-            found[node.name] = node
-    missing = sorted(set(names) - set(found))
-    if missing:
-        raise SystemExit(f"{path}: no top-level function or class named {', '.join(missing)} (benchmarks/mutation.py "
-                         "TARGETS)")
-    return {line for node in found.values() for line in range(node.lineno, node.end_lineno + 1)}
+# --------------------------------------------------------------------------------------------------- the mutants
+
+@dataclass(frozen=True)
+class Mutant:
+    """One mutant of a module: where (1-based line, mutmut's index on that line), the line before and after, and
+    the whole mutated source."""
+
+    line_number: int
+    index: int
+    line: str
+    mutant: str
+    source: str = field(repr=False)
+
+    @property
+    def key(self) -> str:
+        return f"{self.line_number}:{self.index}:{self.mutant}"
 
 
-def scope_patch(rel: str, source: str, lines: set[int]) -> str:
-    """A unified diff that "adds" exactly ``lines`` of ``rel`` (mutmut --use-patch-file mutates added lines only)."""
-    new = source.splitlines(keepends=True)
-    old = [line for number, line in enumerate(new, 1) if number not in lines]
-    return "".join(difflib.unified_diff(old, new, fromfile=rel, tofile=rel))
+def raise_lines(source: str) -> set[int]:
+    """Lines (1-based) of the module's ``raise`` statements: out of scope (an error's wording decides nothing)."""
+    lines: set[int] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Raise):
+            lines.update(range(node.lineno, node.end_lineno + 1))
+    return lines
 
+
+def changed_lines(original: str, mutated: str) -> tuple[int, str]:
+    """Where a mutant differs: the first changed line of ``original`` (1-based) and the mutated line(s), stripped
+    and joined by " / " ("(line removed)" when the mutant only removes). mutmut's own line number is the line its
+    parser node ends on, which for an operator in a statement over several lines is not the line it edits."""
+    old, new = original.splitlines(), mutated.splitlines()
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes():
+        if tag != "equal":
+            added = [line.strip() for line in new[j1:j2]]
+            return i1 + 1, " / ".join(added) if added else "(line removed)"
+    raise ValueError("the mutant equals the original")
+
+
+def generate_mutants(rel: str, source: str) -> list[Mutant]:
+    """Every mutant mutmut makes of ``source`` outside its raise statements, in line order."""
+    from mutmut import Context, list_mutations, mutate
+
+    excluded = raise_lines(source)
+    lines = source.splitlines()
+    mutants = []
+    for mutation_id in list_mutations(Context(source=source, filename=rel)):
+        mutated, performed = mutate(Context(source=source, mutation_id=mutation_id, filename=rel))
+        if performed != 1 or mutated == source:
+            raise RuntimeError(f"{rel}:{mutation_id.line_number + 1}: mutmut's mutant {mutation_id.index} changed "
+                               f"nothing ({performed} edits)")
+        number, text = changed_lines(source, mutated)
+        if number in excluded:
+            continue
+        mutants.append(Mutant(number, mutation_id.index, lines[number - 1].strip(), text, mutated))
+    mutants.sort(key=lambda m: (m.line_number, m.index))
+    return mutants
+
+
+def statement_heads(source: str) -> dict[int, int]:
+    """Line (1-based) -> the first line of the innermost statement holding it (for a compound statement, of its
+    header: ``if a and\\n b:``'s two lines map to the ``if``). coverage.py records a statement by its first line."""
+    heads: dict[int, int] = {}
+    for node in ast.walk(ast.parse(source)):  # breadth first: inner statements come later and overwrite
+        if not isinstance(node, ast.stmt):
+            continue
+        body = [child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt)]
+        end = min(child.lineno for child in body) - 1 if body else node.end_lineno
+        first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+        for line in range(first, max(end, node.lineno) + 1):
+            heads[line] = node.lineno
+    return heads
+
+
+# ------------------------------------------------------------------------------------------------------ coverage
+
+@dataclass
+class Reach:
+    """Which tests run which lines of one module (from the coverage pass)."""
+
+    by_line: dict[int, set[str]]  # executed statement line -> the test ids that ran it ("" = outside any test)
+    missing: set[int]  # statements no test ran
+    heads: dict[int, int]
+
+    def tests_for(self, line_number: int) -> set[str] | None:
+        """The tests that reach ``line_number``; None when no test does. A line run only outside the tests (a
+        ``def`` or a constant, on import) is reached by every test that reaches the module."""
+        head = self.heads.get(line_number, line_number)
+        if head in self.missing:
+            return None
+        tests = self.by_line.get(head, set()) - {""}
+        if tests:
+            return tests
+        if "" in self.by_line.get(head, set()) or head not in self.by_line:
+            everything = set().union(*self.by_line.values()) - {""}
+            return everything or None
+        return None
+
+
+def coverage_reach(data_file: Path, copy_root: Path, modules: list[str]) -> dict[str, Reach]:
+    """Per module, its :class:`Reach` from the coverage data of one or more workers' passes (combined)."""
+    import coverage
+
+    cov = coverage.Coverage(data_file=str(data_file))
+    cov.combine(data_paths=[str(p) for p in data_file.parent.glob(data_file.name + ".*")], keep=True)
+    cov.load()
+    data = cov.get_data()
+    measured = {Path(name).resolve(): name for name in data.measured_files()}
+    reach = {}
+    for module in modules:
+        path = (copy_root / PACKAGE / module).resolve()
+        source = path.read_text(encoding="utf-8")
+        name = measured.get(path)
+        if name is None:  # no test imports the module at all
+            statements = set(statement_heads(source).values())
+            reach[module] = Reach({}, statements, statement_heads(source))
+            continue
+        _, statements, _, missing, _ = cov.analysis2(name)
+        by_line = {line: set(contexts) for line, contexts in (data.contexts_by_lineno(name) or {}).items()}
+        reach[module] = Reach(by_line, set(missing), statement_heads(source))
+    return reach
+
+
+# ------------------------------------------------------------------------------------------------------- workers
 
 def copy_checkout(target_dir: Path) -> None:
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", "results", "mutants", ".mutmut-cache")
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", "results", "resources", "site")
+    target_dir.mkdir(parents=True, exist_ok=True)
     for name in COPIED:
         source = ROOT / name
         if source.is_dir():
-            shutil.copytree(source, target_dir / name, ignore=ignore)
+            shutil.copytree(source, target_dir / name, ignore=ignore, symlinks=True)
         elif source.exists():
             shutil.copy2(source, target_dir / name)
 
 
-def wait_for(sock: Path, server: subprocess.Popen, limit_s: float = 300) -> None:
-    """Until the fork server listens (it imports torch first), or fail if it died or never did."""
-    deadline = time.monotonic() + limit_s
-    while not sock.exists():
-        if server.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit(f"the mutation test server did not start (exit {server.poll()})")
-        time.sleep(0.2)
+class Worker:
+    """A copy of the checkout and its fork server (benchmarks/mutation_server.py); one mutant at a time."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        copy_checkout(root)
+        self.sock = root / "pytest.sock"
+        self.env = {**os.environ, "PYTHONPATH": str(root / "src"), "PYTHONDONTWRITEBYTECODE": "1",
+                    "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+                    # the tests' default (tests/conftest.py SHARED_DATA) is beside the checkout, which a copy is not
+                    "SENTREPRO_SHARED_DATA": os.environ.get("SENTREPRO_SHARED_DATA",
+                                                            str(ROOT.parent / "shared" / "data"))}
+        self.server = subprocess.Popen([sys.executable, str(root / "benchmarks" / "mutation_server.py"), "serve",
+                                        str(self.sock)], cwd=root, env=self.env)
+        deadline = time.monotonic() + 300
+        while not self.sock.exists():
+            if self.server.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"the mutation test server did not start (exit {self.server.poll()})")
+            time.sleep(0.2)
+
+    def pytest(self, args: list[str], limit_s: float, **extra) -> int:
+        from mutation_server import ask
+
+        return ask(str(self.sock), {"cwd": str(self.root), "args": list(args), "limit_s": limit_s, **extra})
+
+    def run_mutant(self, rel: str, mutant: Mutant, tests: list[str], limit_s: float) -> int:
+        path = self.root / rel
+        original = path.read_bytes()
+        try:
+            path.write_text(mutant.source, encoding="utf-8")
+            code = self.pytest([*PYTEST, "-x", *tests], limit_s, log=str(self.root / "last.log"))
+            if code in (4, 5):
+                log = (self.root / "last.log").read_text(errors="replace")
+                if code == 4 and "ERROR collecting" in log:  # a test file no longer imports: the mutant broke it
+                    return 2
+                tail = log[-1500:]  # the engine's fault, not the mutant's: say what pytest said
+                raise RuntimeError(f"{rel}:{mutant.line_number}: pytest exit {code} for {tests[:3]}...:\n{tail}")
+            return code
+        finally:
+            path.write_bytes(original)
+
+    def close(self) -> None:
+        from mutation_server import stop
+
+        try:
+            stop(str(self.sock))
+            self.server.wait(timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            self.server.kill()
 
 
-def mutant_rows(cache: Path) -> list[dict]:
-    """(id, line number, source line, status) of every mutant mutmut recorded."""
-    with sqlite3.connect(cache) as db:
-        rows = db.execute("SELECT m.id, l.line_number, l.line, m.status FROM Mutant m JOIN Line l ON m.line = l.id "
-                          "ORDER BY l.line_number, m.\"index\"").fetchall()
-    return [{"id": row[0], "line_number": row[1] + 1, "line": row[2], "status": row[3]} for row in rows]
+def classify(code: int) -> str:
+    """A mutant's state from its tests' exit status (pytest's code, or -signal from the fork server)."""
+    if code == 0:
+        return "survived"
+    if code in (1, 2, 3):  # failed; not collectable (the mutant breaks an import); pytest's internal error
+        return "killed"
+    if code == -14:  # the server's alarm
+        return "timeout"
+    if code < 0:  # a crash (a mutated tensor call can segfault)
+        return "killed"
+    raise RuntimeError(f"pytest exit {code} (4: usage error, 5: no test collected): the engine built a bad run")
 
 
-def mutated_line(workdir: Path, env: dict, mutant_id: int) -> str:
-    """The mutant's new line(s), from ``mutmut show`` (a unified diff of the module)."""
-    diff = subprocess.run([sys.executable, "-m", "mutmut", "show", str(mutant_id)], cwd=workdir, env=env,
-                          capture_output=True, text=True, check=True).stdout
-    added = [line[1:].strip() for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++")]
-    return " / ".join(added) if added else "(line removed)"
+def test_files(test_ids) -> list[str]:
+    return sorted({test.split("::")[0] for test in test_ids})
+
+
+def engine_source() -> str:
+    """The parts of the engine that decide a mutant's state (not its list of targets or its table, whose edits
+    change no recorded result): which mutants, which tests, how a run is read; and the fork server."""
+    import inspect
+
+    parts = [generate_mutants, raise_lines, changed_lines, statement_heads, Reach, Worker.run_mutant, classify]
+    return "\n".join([*(inspect.getsource(part) for part in parts), repr((PYTEST, UNIT_TIERS)),
+                      SERVER.read_text(encoding="utf-8") if SERVER.exists() else ""])
+
+
+def fingerprint(module: str, files: list[str]) -> str:
+    """What a target's result depends on: the module, the test files that reach it, tests/conftest.py, the engine."""
+    digest = hashlib.sha256(engine_source().encode())
+    for path in [ROOT / PACKAGE / module, ROOT / "tests" / "conftest.py", *(ROOT / f for f in files)]:
+        digest.update(str(path.relative_to(ROOT)).encode() + b"\0")
+        digest.update(path.read_bytes() if path.exists() else b"(absent)")
+    return digest.hexdigest()
+
+
+def coverage_pass(workers: list[Worker], modules: list[str], scratch: Path,
+                  tests: list[Path]) -> tuple[dict[str, Reach], dict[str, float]]:
+    """Run the unit tiers of ``tests`` once under coverage, the files shared among the workers; the reach of every
+    module and every test's duration. Fails when the unmutated tests fail (a mutant could not be judged)."""
+    files = sorted(tests, key=lambda p: -p.stat().st_size)
+    shares: list[list[str]] = [[] for _ in workers]
+    sizes = [0] * len(workers)
+    for path in files:  # largest first onto the least loaded worker
+        k = sizes.index(min(sizes))
+        shares[k].append(str(path.relative_to(ROOT)))
+        sizes[k] += path.stat().st_size
+    data_file = scratch / ".coverage"
+    results: list[tuple[int, Path]] = [None] * len(workers)  # type: ignore[list-item]
+
+    def one(k: int) -> None:
+        worker = workers[k]
+        include = [str(worker.root / PACKAGE / module) for module in modules]
+        durations = scratch / f"durations.{k}.json"
+        log = scratch / f"coverage.{k}.log"
+        code = worker.pytest([*PYTEST, "-m", UNIT_TIERS, *shares[k]],
+                             4 * 3600, coverage={"data_file": f"{data_file}.{k}", "include": include,
+                                                 "durations_file": str(durations)}, log=str(log))
+        results[k] = (code, durations)
+
+    busy = [k for k in range(len(workers)) if shares[k]]  # pytest with no file would run every test
+    threads = [threading.Thread(target=one, args=(k,)) for k in busy]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    durations: dict[str, float] = {}
+    for k in busy:
+        code, path = results[k]
+        if code not in (0, 5):
+            raise SystemExit(f"the unmutated unit tests failed in the coverage pass (exit {code}); see "
+                             f"{scratch / f'coverage.{k}.log'}")
+        durations.update(json.loads(path.read_text(encoding="utf-8")))
+    # the workers' copies hold the same files at different paths: map each to the first worker's
+    for k in busy:
+        if k:
+            rewrite_paths(Path(f"{data_file}.{k}"), workers[k].root, workers[0].root)
+    return coverage_reach(data_file, workers[0].root, modules), durations
+
+
+def rewrite_paths(data_path: Path, old_root: Path, new_root: Path) -> None:
+    """coverage data of one worker's copy, its file names moved onto another copy's (so the passes combine)."""
+    import coverage
+
+    old = coverage.CoverageData(basename=str(data_path))
+    old.read()
+    new = coverage.CoverageData(basename=str(data_path) + ".moved")
+    for name in old.measured_files():
+        moved = str(new_root / Path(name).relative_to(old_root))
+        for context in old.measured_contexts():
+            old.set_query_context(context)
+            lines = old.lines(name)
+            if lines:
+                new.set_context(context)
+                new.add_lines({moved: lines})
+    new.write()
+    os.replace(str(data_path) + ".moved", data_path)
+
+
+# ---------------------------------------------------------------------------------------------------- the run
+
+def load_cache(module: str, print_: str) -> dict[str, dict]:
+    path = CACHE / (module.replace("/", "__") + ".json")
+    if not path.exists():
+        return {}
+    stored = json.loads(path.read_text(encoding="utf-8"))
+    return stored["mutants"] if stored.get("fingerprint") == print_ else {}
+
+
+def save_cache(module: str, print_: str, outcomes: dict[str, dict]) -> None:
+    CACHE.mkdir(exist_ok=True)
+    path = CACHE / (module.replace("/", "__") + ".json")
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"fingerprint": print_, "mutants": outcomes}), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def run_target(target: Target, workers: list[Worker], reach: Reach, durations: dict[str, float]) -> dict:
+    """Every mutant of ``target``, shared among the workers; the target's result record."""
+    rel = str(PACKAGE / target.module)
+    source = (ROOT / rel).read_text(encoding="utf-8")
+    mutants = generate_mutants(rel, source)
+    reached_by = {m.key: reach.tests_for(m.line_number) for m in mutants}
+    files = test_files(set().union(*[t for t in reached_by.values() if t]))
+    print_ = fingerprint(target.module, files)
+    outcomes = load_cache(target.module, print_)
+    pending: queue.Queue = queue.Queue()
+    for mutant in mutants:
+        if mutant.key not in outcomes:
+            pending.put(mutant)
+    lock = threading.Lock()
+    start = time.monotonic()
+    failures: list[BaseException] = []
+
+    def drain(worker: Worker) -> None:
+        while not failures:
+            try:
+                mutant = pending.get_nowait()
+            except queue.Empty:
+                return
+            tests = reached_by[mutant.key]
+            if tests is None:
+                outcome = {"state": "not reached", "tests": 0, "seconds": 0.0}
+            else:
+                ordered = sorted(tests, key=lambda t: (durations.get(t, 0.0), t))
+                budget = 3 * sum(durations.get(t, 1.0) for t in ordered) + 30
+                began = time.monotonic()
+                try:
+                    state = classify(worker.run_mutant(rel, mutant, ordered, budget))
+                except BaseException as error:  # noqa: BLE001 - stop every worker, report it below
+                    failures.append(error)
+                    return
+                outcome = {"state": state, "tests": len(ordered), "seconds": round(time.monotonic() - began, 2)}
+            with lock:
+                outcomes[mutant.key] = outcome
+                done = len(outcomes)
+                if done % 25 == 0 or done == len(mutants):
+                    save_cache(target.module, print_, outcomes)
+                    print(f"[mutation] {target.module}: {done}/{len(mutants)}", flush=True)
+
+    threads = [threading.Thread(target=drain, args=(worker,)) for worker in workers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if failures:
+        raise failures[0]
+    save_cache(target.module, print_, outcomes)
+    known = equivalents()
+    counts = {"killed": 0, "timeout": 0, "equivalent": 0, "survived": 0, "not_reached": 0}
+    not_killed = []
+    for mutant in mutants:
+        state = outcomes[mutant.key]["state"]
+        if state in ("killed", "timeout"):
+            counts[state] += 1
+            continue
+        reason = known.get((target.module, mutant.line, mutant.mutant))
+        final = "equivalent" if reason else state
+        counts["equivalent" if reason else ("not_reached" if state == "not reached" else "survived")] += 1
+        not_killed.append({"line_number": mutant.line_number, "line": mutant.line, "mutant": mutant.mutant,
+                           "state": final, "reason": reason})
+    return {"module": target.module, "what": target.what, "scope": "all but raise statements",
+            "mutants": len(mutants), **counts, "tests_reaching": len(set().union(*[t for t in reached_by.values()
+                                                                                  if t])),
+            "test_files": files, "fingerprint": print_,
+            "seconds": round(time.monotonic() - start, 1),
+            "mutant_seconds": round(sum(o["seconds"] for o in outcomes.values()), 1), "not_killed": not_killed}
 
 
 def equivalents() -> dict[tuple[str, str, str], str]:
@@ -182,112 +504,10 @@ def equivalents() -> dict[tuple[str, str, str], str]:
         missing = {"module", "line", "mutant", "reason"} - set(entry)
         if missing:
             raise SystemExit(f"{EQUIVALENT}: entry {number} lacks {', '.join(sorted(missing))}")
+        if not str(entry["reason"]).strip():
+            raise SystemExit(f"{EQUIVALENT}: entry {number} ({entry['module']}) gives no reason")
         table[(entry["module"], entry["line"].strip(), entry["mutant"].strip())] = entry["reason"]
     return table
-
-
-def run_limited(command: list[str], cwd: Path, env: dict, log: Path, limit_s: float) -> int | None:
-    """Run mutmut (output to ``log``); after ``limit_s`` stop it and its children (mutmut 2 has been seen to stall
-    under load): the mutants it tested keep their status, the rest count as "untested". None: it was stopped."""
-    with log.open("w") as out:
-        process = subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
-        try:
-            return process.wait(timeout=limit_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGTERM)
-            process.wait()
-            return None
-
-
-def run_target(target: Target, cap: int | None, limit_s: float) -> dict:
-    """Mutate ``target`` in a throwaway copy and classify every mutant; returns the target's result record."""
-    rel = str(PACKAGE / target.module)
-    with tempfile.TemporaryDirectory(prefix="sentrepro-mutation-") as tmp:
-        work = Path(tmp)
-        copy_checkout(work)
-        source = (work / rel).read_text(encoding="utf-8")
-        lines = selected_lines(work / rel, target.functions)
-        per_line = mutants_per_line(rel, source)
-        in_scope = sum(n for line, n in per_line.items() if line in lines)
-        if cap is not None:  # mutmut has no cap of its own: keep the first lines holding at most `cap` mutants
-            lines = capped_lines(per_line, lines, cap)
-        (work / "scope.patch").write_text(scope_patch(rel, source, lines), encoding="utf-8")
-        env = {**os.environ, "PYTHONPATH": str(work / "src"), "PYTHONDONTWRITEBYTECODE": "1",
-               "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-               # the tests' default (tests/conftest.py SHARED_DATA) is beside the checkout, which the copy is not
-               "SENTREPRO_SHARED_DATA": os.environ.get("SENTREPRO_SHARED_DATA", str(ROOT.parent / "shared" / "data"))}
-        # The test command: the fork server's client (benchmarks/mutation_server.py: torch imported once per target,
-        # every failure reported as exit 1, which is what mutmut 2 counts as killed).
-        sock = str(work / "pytest.sock")
-        server = subprocess.Popen([sys.executable, str(work / "benchmarks" / "mutation_server.py"), "serve", sock],
-                                  cwd=work, env=env)
-        runner = " ".join([sys.executable, str(work / "benchmarks" / "mutation_server.py"), "client", sock, "--",
-                           "-x", "-q", "-p", "no:xdist", "-p", "no:cacheprovider",
-                           *(f"'{arg}'" for arg in target.tests)])
-        command = [sys.executable, "-m", "mutmut", "run", "--paths-to-mutate", rel, "--tests-dir", "tests",
-                   "--runner", runner, "--use-patch-file", "scope.patch", "--no-progress", "--simple-output"]
-        start = time.monotonic()
-        log = work / "mutmut.log"
-        try:
-            wait_for(Path(sock), server)
-            returncode = run_limited(command, work, env, log, limit_s)
-        finally:
-            server.terminate()
-            server.wait()
-        elapsed = time.monotonic() - start
-        cache = work / ".mutmut-cache"
-        if not cache.exists():
-            raise SystemExit(f"{target.module}: mutmut wrote no results (exit {returncode}):\n"
-                             f"{log.read_text(errors='replace')[-3000:]}")
-        rows = mutant_rows(cache)
-        # the committed results name no path of the machine that made them
-        log_tail = (log.read_text(errors="replace")[-2000:]
-                    .replace(sys.prefix, "<venv>").replace(str(work), "<copy>"))
-        if not rows and returncode:
-            raise SystemExit(f"{target.module}: mutmut made no mutant (exit {returncode}; did the unmutated tests "
-                             f"pass?):\n{log_tail}")
-        known = equivalents()
-        mutants, survivors = len(rows), []
-        counts = {"killed": 0, "equivalent": 0, "survived": 0, "timeout": 0, "untested": 0}
-        for row in rows:
-            if row["status"] in ("ok_killed", "ok_suspicious"):
-                counts["killed"] += 1
-                continue
-            if row["status"] == "untested":
-                counts["untested"] += 1
-                continue
-            new = mutated_line(work, env, row["id"])
-            key = (target.module, row["line"].strip(), new)
-            state = "equivalent" if key in known else ("timeout" if row["status"] == "bad_timeout" else "survived")
-            counts[state] += 1
-            survivors.append({"line_number": row["line_number"], "line": row["line"].strip(), "mutant": new,
-                              "state": state, "reason": known.get(key)})
-    return {"module": target.module, "functions": list(target.functions) if target.functions else "all",
-            "tests": list(target.tests), "what": target.what, "mutants": mutants, "in_scope": in_scope, **counts,
-            "seconds": round(elapsed, 1), "cap": cap, "mutmut_exit": returncode, "not_killed": survivors,
-            **({"mutmut_log_tail": log_tail} if counts["untested"] else {})}
-
-
-def mutants_per_line(rel: str, source: str) -> dict[int, int]:
-    """Line number (1-based) -> how many mutants mutmut makes on it."""
-    from mutmut import Context, list_mutations
-
-    per_line: dict[int, int] = {}
-    for mutation_id in list_mutations(Context(source=source, filename=rel)):
-        per_line[mutation_id.line_number + 1] = per_line.get(mutation_id.line_number + 1, 0) + 1
-    return per_line
-
-
-def capped_lines(per_line: dict[int, int], lines: set[int], cap: int) -> set[int]:
-    """The first of ``lines`` whose mutants number at most ``cap``."""
-    keep, total = set(), 0
-    for number in sorted(line for line in per_line if line in lines):
-        if total + per_line[number] > cap:
-            break
-        keep.add(number)
-        total += per_line[number]
-    return keep
 
 
 def load_results() -> dict:
@@ -301,35 +521,45 @@ def write_results(results: dict) -> None:
     os.replace(tmp, RESULTS)  # atomic: a killed run leaves the previous results whole
 
 
+def score(killed: int, mutants: int, equivalent: int) -> str:
+    judged = mutants - equivalent
+    return f"{100 * killed / judged:.1f} %" if judged else "–"
+
+
 def table(results: dict) -> str:
-    """The BENCHMARKS.md table: one row per target in TARGETS order (a target never run says so)."""
-    rows = ["| module | scope | tests run per mutant | mutants | killed | equivalent | survived | not run | "
-            "time (s) |", "|---|---|---|---|---|---|---|---|---|"]
+    """The BENCHMARKS.md table: one row per target in TARGETS order (a target never run says so), survivors
+    classified against the equivalents file as it is now (a reason added after the run counts)."""
+    rows = ["| module | what it decides | tests reaching it | mutants | killed (of which timed out) | equivalent | "
+            "survived (of which no unit test reaches) | killed of non-equivalent | time (s) |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    known = equivalents()
+    total_seconds = 0.0
     for target in TARGETS:
         record = results.get(target.module)
-        scope = "all" if target.functions is None else ", ".join(target.functions)
-        tests = " ".join(arg.removeprefix("tests/") for arg in target.tests)
-        if record is None:
-            rows.append(f"| `{target.module}` | {scope} | {tests} | not run | | | | | |")
+        if record is None or "not_reached" not in record:
+            rows.append(f"| `{target.module}` | {target.what} | not run | | | | | | |")
             continue
-        # survivors are classified against the equivalents file as it is now (a reason added after the run counts)
-        known = equivalents()
         equivalent = sum((target.module, m["line"], m["mutant"]) in known for m in record["not_killed"])
-        survived = len(record["not_killed"]) - equivalent
-        capped = record["cap"] is not None and record["in_scope"] > record["mutants"]
-        mutants = f"{record['mutants']} of {record['in_scope']} (cap {record['cap']})" if capped else record["mutants"]
-        rows.append(f"| `{target.module}` | {scope} | {tests} | {mutants} | {record['killed']} | "
-                    f"{equivalent} | {survived} | {record['untested']} | {record['seconds']:.0f} |")
+        open_ = [m for m in record["not_killed"] if (target.module, m["line"], m["mutant"]) not in known]
+        unreached = sum(m["state"] == "not reached" for m in open_)
+        killed = record["killed"] + record["timeout"]
+        total_seconds += record["seconds"]
+        rows.append(f"| `{target.module}` | {target.what} | {record['tests_reaching']} | {record['mutants']} | "
+                    f"{killed} ({record['timeout']}) | {equivalent} | {len(open_)} ({unreached}) | "
+                    f"{score(killed, record['mutants'], equivalent)} | {record['seconds']:.0f} |")
+    rows.append(f"\nTargets' time together: {total_seconds / 60:.0f} min (the coverage pass not included).")
     return "\n".join(rows)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("modules", nargs="*", help=f"targets to run (default: all); known: {', '.join(BY_MODULE)}")
-    parser.add_argument("--max-mutants", type=int, default=None,
-                        help="cap the mutants of every target run, in line order (0: no cap; default: each target's)")
-    parser.add_argument("--limit", type=float, default=900, help="seconds per target before mutmut is stopped")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="parallel workers (default: cores)")
+    parser.add_argument("--force", action="store_true", help="run targets whose fingerprint is unchanged, too")
     parser.add_argument("--table", action="store_true", help="print the table from the results file and exit")
+    parser.add_argument("--tests", nargs="+", type=Path, default=None,
+                        help="test files of the coverage pass (default: every tests/test_*.py; fewer files reach "
+                             "less, so such a run is not recorded in the results file)")
     args = parser.parse_args(argv)
     if args.table:
         print(table(load_results()))
@@ -337,22 +567,47 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [m for m in args.modules if m not in BY_MODULE]
     if unknown:
         parser.error(f"unknown target {', '.join(unknown)} (known: {', '.join(BY_MODULE)})")
+    chosen = [BY_MODULE[m] for m in args.modules] or list(TARGETS)
+    recorded = load_results()
+    todo = [t for t in chosen if args.force or recorded.get(t.module, {}).get("fingerprint") !=
+            fingerprint(t.module, recorded.get(t.module, {}).get("test_files", []))]
+    for target in chosen:
+        if target not in todo:
+            print(f"[mutation] {target.module}: unchanged since its recorded run (--force runs it)")
+    if not todo:
+        return 0
     status = 0
-    for target in [BY_MODULE[m] for m in args.modules] or TARGETS:
-        print(f"[mutation] {target.module}: {target.what}; tests: {' '.join(target.tests)}", flush=True)
-        cap = target.cap if args.max_mutants is None else (args.max_mutants or None)
-        record = run_target(target, cap, args.limit)
-        results = load_results()
-        results[target.module] = record
-        write_results(results)
-        print(f"[mutation] {target.module}: {record['mutants']} mutants, {record['killed']} killed, "
-              f"{record['untested']} untested, "
-              f"{record['equivalent']} equivalent, {record['survived'] + record['timeout']} survived, "
-              f"{record['seconds']:.0f} s", flush=True)
-        for mutant in record["not_killed"]:
-            if mutant["state"] != "equivalent":
-                status = 1
-                print(f"  {mutant['state']}: line {mutant['line_number']}: {mutant['line']}  ->  {mutant['mutant']}")
+    began = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="sentrepro-mutation-") as tmp:
+        scratch = Path(tmp)
+        workers = []
+        try:
+            for k in range(max(1, args.workers)):
+                workers.append(Worker(scratch / f"worker{k}"))
+            print(f"[mutation] coverage pass over the unit tiers ({len(workers)} workers)", flush=True)
+            tests = [(ROOT / p).resolve() for p in args.tests] if args.tests else sorted(
+                (ROOT / "tests").glob("test_*.py"))
+            reach, durations = coverage_pass(workers, [t.module for t in todo], scratch, tests)
+            print(f"[mutation] coverage pass: {time.monotonic() - began:.0f} s, {len(durations)} tests", flush=True)
+            for target in todo:
+                print(f"[mutation] {target.module}: {target.what}", flush=True)
+                record = run_target(target, workers, reach[target.module], durations)
+                if args.tests is None:
+                    results = load_results()
+                    results[target.module] = record
+                    write_results(results)
+                print(f"[mutation] {target.module}: {record['mutants']} mutants, {record['killed']} killed, "
+                      f"{record['timeout']} timed out, {record['equivalent']} equivalent, {record['survived']} "
+                      f"survived, {record['not_reached']} not reached, {record['seconds']:.0f} s", flush=True)
+                for mutant in record["not_killed"]:
+                    if mutant["state"] != "equivalent":
+                        status = 1
+                        print(f"  {mutant['state']}: line {mutant['line_number']}: {mutant['line']}  ->  "
+                              f"{mutant['mutant']}")
+        finally:
+            for worker in workers:
+                worker.close()
+    print(f"[mutation] whole run: {time.monotonic() - began:.0f} s", flush=True)
     return status
 
 

@@ -1,18 +1,17 @@
-"""pytest for mutmut without a cold interpreter per mutant: a fork server that imports the heavy libraries once.
+"""pytest without a cold interpreter per mutant: a fork server that imports the heavy libraries once.
 
-mutmut 2 runs its test command once per mutant. A cold ``python -m pytest`` of a sentrepro test file spends most
-of its CPU importing torch, transformers and scikit-learn (several seconds, far more on a loaded 2-core machine),
-so :mod:`mutation` starts one server per target: it imports those libraries (never ``sentrepro``, which every run
-imports afresh from the mutated copy on disk), and mutmut's test command is this file's light ``client``, which
-asks the server to fork a child that runs ``pytest.main`` with the given arguments in the client's directory.
+A cold ``python -m pytest`` of a sentrepro test file spends most of its CPU importing torch, transformers and
+scikit-learn (several seconds, far more on a loaded 2-core machine). :mod:`mutation` starts one server per worker:
+the server imports those libraries (never ``sentrepro``, which every run imports afresh from the worker's copy on
+disk, where the mutant is), and each request forks a child that runs ``pytest.main`` with the request's arguments
+in the request's directory, under a time limit (an alarm), and answers with the child's raw exit status: pytest's
+exit code, or minus the signal that ended it (``-14``: the alarm, a mutant that hangs).
 
-The client exits 0 when the tests pass and 1 when they fail: mutmut 2 counts a mutant as killed only on exit code 1,
-and pytest exits 2 on an import or collection error (a mutant that does not compile). Without an answer from the
-server the client exits 2, which mutmut counts as a survivor, so a server failure is never a false kill. A child still running after
-its time limit is killed by an alarm (mutmut gives up on the client before that and records a timeout).
+A request may ask for coverage: the child then records, with coverage.py, which lines of the named files each test
+runs (one coverage context per test id: what mutation testing's "run only the tests that cover the mutated line"
+needs) and every test's duration, and saves both.
 
-    python benchmarks/mutation_server.py serve SOCKET            # (run by benchmarks/mutation.py)
-    python benchmarks/mutation_server.py client SOCKET -- ARGS   # mutmut's test command
+    python benchmarks/mutation_server.py serve SOCKET     # run by benchmarks/mutation.py
 """
 
 from __future__ import annotations
@@ -26,8 +25,53 @@ import sys
 # Third-party only, imported once by the server; the package under test is imported by each child from disk.
 PRELOAD = ("numpy", "scipy.stats", "scipy.optimize", "sklearn", "sklearn.linear_model", "sklearn.cluster",
            "sklearn.model_selection", "sklearn.metrics", "torch", "transformers", "safetensors.torch", "yaml",
-           "jsonschema", "requests", "pytest")
-CHILD_LIMIT_S = 300
+           "jsonschema", "requests", "pytest", "coverage")
+
+
+class TestContexts:
+    """A pytest plugin: the coverage context is the running test's id from its setup to its teardown (lines run
+    while collecting or between tests, e.g. module bodies on import, are in the empty context); each test's
+    duration (setup + call + teardown, seconds) is summed in ``durations``."""
+
+    def __init__(self, coverage) -> None:
+        self.coverage = coverage
+        self.durations: dict[str, float] = {}
+
+    def pytest_runtest_setup(self, item) -> None:
+        self.coverage.switch_context(item.nodeid)
+
+    def pytest_runtest_logreport(self, report) -> None:
+        self.durations[report.nodeid] = self.durations.get(report.nodeid, 0.0) + report.duration
+        if report.when == "teardown":
+            self.coverage.switch_context("")
+
+
+def run_child(request: dict) -> int:
+    """One pytest run, as ``python -m pytest ARGS`` from the request's directory (in the forked child); its output
+    goes to the request's ``log`` file, or nowhere."""
+    os.chdir(request["cwd"])
+    sys.path.insert(0, request["cwd"])
+    out = os.open(request.get("log") or os.devnull, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(out, 1)
+    os.dup2(out, 2)
+    import pytest
+
+    wanted = request.get("coverage")
+    if not wanted:
+        return int(pytest.main(request["args"]))
+    import coverage
+
+    cov = coverage.Coverage(data_file=wanted["data_file"], include=wanted["include"], branch=False)
+    plugin = TestContexts(cov)
+    cov.start()
+    try:
+        code = int(pytest.main(request["args"], plugins=[plugin]))
+    finally:
+        cov.stop()
+        cov.save()
+    with open(wanted["durations_file"], "w", encoding="utf-8") as out:
+        json.dump(plugin.durations, out)
+    return code
 
 
 def serve(path: str) -> None:
@@ -38,7 +82,6 @@ def serve(path: str) -> None:
     loaded = sorted(m for m in sys.modules if m == "sentrepro" or m.startswith("sentrepro."))
     if loaded:
         raise SystemExit(f"mutation server: the preload imported {', '.join(loaded)}; it must import no sentrepro")
-    import pytest
 
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(path)
@@ -50,38 +93,35 @@ def serve(path: str) -> None:
             if request.get("stop"):
                 return
             pid = os.fork()
-            if pid == 0:  # the child: one pytest run, as `python -m pytest ARGS` from the client's directory
+            if pid == 0:  # the child
                 code = 3
                 try:
                     server.close()
-                    signal.alarm(CHILD_LIMIT_S)
-                    os.chdir(request["cwd"])
-                    sys.path.insert(0, request["cwd"])
-                    devnull = os.open(os.devnull, os.O_WRONLY)
-                    os.dup2(devnull, 1)
-                    os.dup2(devnull, 2)
-                    code = int(pytest.main(request["args"]))
+                    os.setpgid(0, 0)  # its own process group: what its tests start is ended with it
+                    signal.alarm(max(1, int(request["limit_s"])))
+                    code = run_child(request)
                 finally:
                     os._exit(code)
             _, status = os.waitpid(pid, 0)
             try:
+                os.killpg(pid, signal.SIGKILL)  # anything the tests left running in the child's group
+            except OSError:
+                pass
+            try:
                 connection.sendall(f"{os.waitstatus_to_exitcode(status)}\n".encode())
-            except OSError:  # the client is gone (mutmut stopped it at its timeout): serve the next one
+            except OSError:  # the caller is gone: serve the next one
                 pass
 
 
-def client(path: str, args: list[str]) -> int:
-    """0: the tests passed; 1: they failed (a kill); 2: no answer from the server, which mutmut counts as a survivor
-    (never a false kill: the table shows it and someone looks)."""
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
-            connection.connect(path)
-            connection.sendall((json.dumps({"cwd": os.getcwd(), "args": args}) + "\n").encode())
-            code = int(connection.makefile("r").readline())
-    except (OSError, ValueError) as error:
-        print(f"mutation server {path}: {error}", file=sys.stderr)
-        return 2
-    return 0 if code == 0 else 1
+def ask(path: str, request: dict) -> int:
+    """Send one request to the server at ``path``; its child's exit status (pytest's code, or -signal)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+        connection.connect(path)
+        connection.sendall((json.dumps(request) + "\n").encode())
+        answer = connection.makefile("r").readline()
+    if not answer.strip():
+        raise RuntimeError(f"mutation server {path}: no answer to {request.get('args', [])[:3]}")
+    return int(answer)
 
 
 def stop(path: str) -> None:
@@ -91,10 +131,8 @@ def stop(path: str) -> None:
 
 
 if __name__ == "__main__":
-    command, socket_path, *rest = sys.argv[1:]
+    command, socket_path = sys.argv[1:3]
     if command == "serve":
         serve(socket_path)
-    elif command == "client":
-        sys.exit(client(socket_path, rest[1:] if rest[:1] == ["--"] else rest))
     else:
-        raise SystemExit(f"unknown command {command!r} (serve, client)")
+        raise SystemExit(f"unknown command {command!r} (serve)")

@@ -1,0 +1,138 @@
+"""The mutation engine's own pieces (benchmarks/mutation.py): which mutants it makes, which tests it runs for each,
+how it reads a run's exit status, and what it refuses. No mutant is run here (that is `make mutation`)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ENGINE = Path(__file__).resolve().parents[1] / "benchmarks" / "mutation.py"
+
+
+@pytest.fixture(scope="module")
+def engine():
+    spec = importlib.util.spec_from_file_location("mutation_engine", ENGINE)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+SOURCE = textwrap.dedent('''\
+    """A toy module."""
+
+    LIMIT = 3
+
+
+    def clip(value, low=0):
+        if value > LIMIT and \\
+                value != 99:
+            return LIMIT
+        if value < low:
+            raise ValueError(
+                "value below " + "the floor")
+        total = (value +
+                 low)
+        return total
+''')
+
+
+def test_every_mutant_differs_in_one_place_outside_raise_statements(engine):
+    mutants = engine.generate_mutants("toy.py", SOURCE)
+    raising = engine.raise_lines(SOURCE)
+    assert raising == {11, 12}
+    assert mutants and all(m.line_number not in raising for m in mutants)
+    assert len({m.key for m in mutants}) == len(mutants)
+    lines = SOURCE.splitlines()
+    for mutant in mutants:
+        changed = [n for n, (a, b) in enumerate(zip(lines, mutant.source.splitlines()), 1) if a != b]
+        assert changed and changed[0] == mutant.line_number, mutant
+        assert mutant.line == lines[mutant.line_number - 1].strip()
+    # the comparison of line 7 is among them, with its mutated text as the equivalents file names it; so is the
+    # `and` of line 7, which mutmut places on line 8 (where its node ends)
+    assert any(m.line_number == 7 and m.mutant == "if value >= LIMIT and \\" for m in mutants)
+    assert any(m.line_number == 7 and m.mutant == "if value > LIMIT or \\" for m in mutants)
+    assert not any(m.line_number == 8 and "or" in m.mutant for m in mutants)
+
+
+def test_a_continuation_line_maps_to_the_line_coverage_records(engine):
+    heads = engine.statement_heads(SOURCE)
+    assert heads[8] == 7  # the `if` header's second line
+    assert heads[9] == 9
+    assert heads[14] == 13  # an assignment over two lines
+    assert heads[3] == 3
+
+
+def test_a_mutant_runs_the_tests_that_reach_its_line_or_none(engine):
+    heads = engine.statement_heads(SOURCE)
+    reach = engine.Reach({3: {""}, 6: {""}, 7: {"t.py::a", "t.py::b"}, 9: {"t.py::a"}, 13: {"t.py::b"}},
+                         missing={10, 11}, heads=heads)
+    assert reach.tests_for(8) == {"t.py::a", "t.py::b"}
+    assert reach.tests_for(9) == {"t.py::a"}
+    assert reach.tests_for(14) == {"t.py::b"}
+    assert reach.tests_for(10) is None  # a statement no test runs: not reached, no run
+    # a line run only on import (a constant, a def) is reached by every test that reaches the module
+    assert reach.tests_for(3) == {"t.py::a", "t.py::b"}
+    assert reach.tests_for(6) == {"t.py::a", "t.py::b"}
+    assert engine.Reach({}, missing={3}, heads=heads).tests_for(3) is None
+
+
+def test_exit_status_reads(engine):
+    assert engine.classify(0) == "survived"
+    assert engine.classify(1) == "killed"
+    assert engine.classify(2) == "killed"  # a test file no longer imports
+    assert engine.classify(-14) == "timeout"  # the fork server's alarm
+    assert engine.classify(-11) == "killed"
+    for bad in (4, 5):  # a usage error or no test collected is the engine's fault: never a kill
+        with pytest.raises(RuntimeError, match="engine"):
+            engine.classify(bad)
+
+
+def test_an_equivalent_without_a_reason_is_refused(engine, tmp_path, monkeypatch):
+    listed = tmp_path / "equivalent.yaml"
+    listed.write_text("- {module: m.py, line: 'a = 1', mutant: 'a = 2', reason: ''}\n", encoding="utf-8")
+    monkeypatch.setattr(engine, "EQUIVALENT", listed)
+    with pytest.raises(SystemExit, match="gives no reason"):
+        engine.equivalents()
+    listed.write_text("- {module: m.py, line: 'a = 1', mutant: 'a = 2'}\n", encoding="utf-8")
+    with pytest.raises(SystemExit, match="lacks reason"):
+        engine.equivalents()
+
+
+def test_every_equivalent_listed_names_a_target_and_a_line_of_it(engine):
+    """An entry whose line is gone from its module can no longer be checked by a reviewer: it must go."""
+    for (module, line, _), _reason in engine.equivalents().items():
+        assert module in engine.BY_MODULE, module
+        source = (engine.ROOT / engine.PACKAGE / module).read_text(encoding="utf-8")
+        assert line in {text.strip() for text in source.splitlines()}, (module, line)
+
+
+def test_a_target_fingerprint_follows_its_module_and_its_tests(engine, tmp_path, monkeypatch):
+    (tmp_path / "src" / "sentrepro").mkdir(parents=True)
+    (tmp_path / "tests").mkdir()
+    module = tmp_path / "src" / "sentrepro" / "m.py"
+    test = tmp_path / "tests" / "test_m.py"
+    module.write_text("a = 1\n")
+    test.write_text("def test(): pass\n")
+    (tmp_path / "tests" / "conftest.py").write_text("")
+    monkeypatch.setattr(engine, "ROOT", tmp_path)
+    monkeypatch.setattr(engine, "engine_source", lambda: "")
+    first = engine.fingerprint("m.py", ["tests/test_m.py"])
+    assert engine.fingerprint("m.py", ["tests/test_m.py"]) == first
+    test.write_text("def test(): assert 1\n")
+    second = engine.fingerprint("m.py", ["tests/test_m.py"])
+    module.write_text("a = 2\n")
+    third = engine.fingerprint("m.py", ["tests/test_m.py"])
+    monkeypatch.setattr(engine, "engine_source", lambda: "another engine")
+    assert len({first, second, third, engine.fingerprint("m.py", ["tests/test_m.py"])}) == 4
+
+
+def test_the_engine_fingerprint_leaves_out_the_target_list(engine, monkeypatch):
+    before = engine.engine_source()
+    monkeypatch.setattr(engine, "TARGETS", engine.TARGETS[:1])
+    assert engine.engine_source() == before
+    assert "def classify" in before and "def serve" in before
