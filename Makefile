@@ -83,9 +83,10 @@ test: setup-test system-deps docs-deps
 test-fast: setup-test
 	PYTHONDONTWRITEBYTECODE= PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -q $(XDIST) -m "not slow and not slurm and not heavy"
 
-# Mutation testing of the protocol-critical code (benchmarks/mutation.py, BENCHMARKS.md "Mutation testing"): each
-# target's mutants against the unit tests that cover it, one target at a time. Not part of `make test` (tens of
-# minutes on 2 cores). MUTATION_ARGS: targets (e.g. evaluation/sts.py), --max-mutants N, --table.
+# Mutation testing of the code that decides a number or a verdict (benchmarks/mutation.py, BENCHMARKS.md "Mutation
+# testing"): every mutant of every target, each against the unit tests that reach its line, on one worker per core;
+# a target unchanged since its recorded run is skipped. Not part of `make test` (the whole run takes over an hour
+# on 2 cores). MUTATION_ARGS: targets (e.g. evaluation/sts.py), --force, --workers N, --table.
 mutation: setup-test
 	PYTHONDONTWRITEBYTECODE=1 PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/mutation.py $(MUTATION_ARGS)
 
