@@ -4,6 +4,7 @@ how it reads a run's exit status, and what it refuses. No mutant is run here (th
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -90,6 +91,21 @@ def test_exit_status_reads(engine):
     for bad in (4, 5):  # a usage error or no test collected is the engine's fault: never a kill
         with pytest.raises(RuntimeError, match="engine"):
             engine.classify(bad)
+
+
+def test_a_test_id_a_mutant_took_away_is_run_by_its_function(engine, tmp_path):
+    # a mutant of a module that a test's parametrisation reads changes the ids: the unmutated run's
+    # `t[c]` is "not found" (exit 4), and the function's id runs it under whatever parameters are left
+    (tmp_path / "test_p.py").write_text("import pytest\n\n@pytest.mark.parametrize('n', ['a', 'b'])\n"
+                                        "def test_t(n):\n    assert n\n\ndef test_u():\n    pass\n")
+    ids = ["test_p.py::test_t[c]", "test_p.py::test_u", "test_p.py::test_t[a]"]
+    assert engine.without_parameters(ids) == ["test_p.py::test_t", "test_p.py::test_u"]
+    probe = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *ids[:2]],
+                           cwd=tmp_path, capture_output=True, text=True)
+    assert probe.returncode == 4 and "ERROR: not found:" in probe.stdout + probe.stderr
+    probe = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                            *engine.without_parameters(ids)], cwd=tmp_path, capture_output=True, text=True)
+    assert probe.returncode == 0 and "3 passed" in probe.stdout
 
 
 def test_an_equivalent_without_a_reason_is_refused(engine, tmp_path, monkeypatch):
