@@ -546,27 +546,50 @@ def score(killed: int, mutants: int, equivalent: int) -> str:
     return f"{100 * killed / judged:.1f} %" if judged else "–"
 
 
+def goal(module: str) -> float:
+    """The share of non-equivalent mutants a target must kill (issue 47): all of them for the verdict statistics
+    and the STS and transfer scoring, 95 % elsewhere."""
+    return 1.0 if module in FULL_GOAL else 0.95
+
+
+FULL_GOAL = ("verdicts/stats.py", "evaluation/sts.py", "evaluation/sts_suite.py", "evaluation/transfer.py")
+
+
+def head_commit() -> str:
+    """The checkout's commit (short), with "+edits" when tracked files differ from it."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
+    edits = git("status", "--porcelain", "-uno", "--", ".", f":!{RESULTS.relative_to(ROOT)}")
+    return git("rev-parse", "--short", "HEAD") + ("+edits" if edits else "")
+
+
 def table(results: dict) -> str:
     """The BENCHMARKS.md table: one row per target in TARGETS order (a target never run says so), survivors
-    classified against the equivalents file as it is now (a reason added after the run counts)."""
+    classified against the equivalents file as it is now (a reason added after the run counts). A row whose
+    fingerprint no longer matches the checkout (its module, its tests or the engine changed since) is marked
+    stale: its figures are those of the commit it names, not of this tree."""
     rows = ["| module | what it decides | tests reaching it | mutants | killed (of which timed out) | equivalent | "
-            "survived (of which no unit test reaches) | killed of non-equivalent | time (s) |",
-            "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+            "survived (of which no unit test reaches) | killed of non-equivalent | goal | time (s) | run at |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---|---:|---|"]
     known = equivalents()
     total_seconds = 0.0
     for target in TARGETS:
         record = results.get(target.module)
         if record is None or "not_reached" not in record:
-            rows.append(f"| `{target.module}` | {target.what} | not run | | | | | | |")
+            rows.append(f"| `{target.module}` | {target.what} | not run | | | | | | | | |")
             continue
         equivalent = sum((target.module, m["line"], m["mutant"]) in known for m in record["not_killed"])
         open_ = [m for m in record["not_killed"] if (target.module, m["line"], m["mutant"]) not in known]
         unreached = sum(m["state"] == "not reached" for m in open_)
         killed = record["killed"] + record["timeout"]
         total_seconds += record["seconds"]
+        judged = record["mutants"] - equivalent
+        met = "met" if judged == 0 or killed >= goal(target.module) * judged else "not met"
+        current = record.get("fingerprint") == fingerprint(target.module, record.get("test_files", []))
         rows.append(f"| `{target.module}` | {target.what} | {record['tests_reaching']} | {record['mutants']} | "
                     f"{killed} ({record['timeout']}) | {equivalent} | {len(open_)} ({unreached}) | "
-                    f"{score(killed, record['mutants'], equivalent)} | {record['seconds']:.0f} |")
+                    f"{score(killed, record['mutants'], equivalent)} | {goal(target.module):.0%} {met} | "
+                    f"{record['seconds']:.0f} | {record.get('commit', '?')}{'' if current else ' (stale)'} |")
     rows.append(f"\nTargets' time together: {total_seconds / 60:.0f} min (the coverage pass not included).")
     return "\n".join(rows)
 
@@ -597,6 +620,7 @@ def main(argv: list[str] | None = None) -> int:
     if not todo:
         return 0
     status = 0
+    commit = head_commit()
     began = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="sentrepro-mutation-") as tmp:
         scratch = Path(tmp)
@@ -611,7 +635,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[mutation] coverage pass: {time.monotonic() - began:.0f} s, {len(durations)} tests", flush=True)
             for target in todo:
                 print(f"[mutation] {target.module}: {target.what}", flush=True)
-                record = run_target(target, workers, reach[target.module], durations)
+                record = {**run_target(target, workers, reach[target.module], durations), "commit": commit}
                 if args.tests is None:
                     results = load_results()
                     results[target.module] = record

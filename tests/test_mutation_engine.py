@@ -152,3 +152,22 @@ def test_the_engine_fingerprint_leaves_out_the_target_list(engine, monkeypatch):
     monkeypatch.setattr(engine, "TARGETS", engine.TARGETS[:1])
     assert engine.engine_source() == before
     assert "def classify" in before and "def serve" in before
+
+
+def test_the_table_scores_each_row_against_its_goal_and_marks_a_stale_one(engine, tmp_path, monkeypatch):
+    (tmp_path / "src" / "sentrepro").mkdir(parents=True)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "src" / "sentrepro" / "m.py").write_text("a = 1\n")
+    (tmp_path / "tests" / "conftest.py").write_text("")
+    monkeypatch.setattr(engine, "ROOT", tmp_path)
+    monkeypatch.setattr(engine, "engine_source", lambda: "")
+    monkeypatch.setattr(engine, "EQUIVALENT", tmp_path / "none.yaml")
+    monkeypatch.setattr(engine, "TARGETS", (engine.Target("m.py", "m"), engine.Target("evaluation/sts.py", "sts")))
+    survivor = {"line_number": 1, "line": "a = 1", "mutant": "a = 2", "state": "survived", "reason": None}
+    record = {"mutants": 20, "killed": 19, "timeout": 0, "not_reached": 0, "tests_reaching": 3, "seconds": 1.0,
+              "not_killed": [survivor], "test_files": [], "commit": "abc1234"}
+    results = {"m.py": {**record, "fingerprint": engine.fingerprint("m.py", [])},
+               "evaluation/sts.py": {**record, "fingerprint": "an older tree's"}}
+    rows = engine.table(results).splitlines()
+    assert rows[2].endswith("| 95.0 % | 95% met | 1 | abc1234 |")  # 19 of 20 meets 95 %, and is current
+    assert rows[3].endswith("| 95.0 % | 100% not met | 1 | abc1234 (stale) |")  # the STS scoring's goal is all
