@@ -493,6 +493,7 @@ def run_target(target: Target, workers: list[Worker], reach: Reach, durations: d
     if failures:
         raise failures[0]
     save_cache(target.module, print_, outcomes)
+    check_unmutated(workers[0], target.module, set().union(*[t for t in reached_by.values() if t]), durations)
     known = equivalents()
     counts = {"killed": 0, "timeout": 0, "equivalent": 0, "survived": 0, "not_reached": 0}
     not_killed = []
@@ -512,6 +513,22 @@ def run_target(target: Target, workers: list[Worker], reach: Reach, durations: d
             "test_files": files, "fingerprint": print_,
             "seconds": round(time.monotonic() - start, 1),
             "mutant_seconds": round(sum(o["seconds"] for o in outcomes.values()), 1), "not_killed": not_killed}
+
+
+def check_unmutated(worker: Worker, module: str, tests: set[str], durations: dict[str, float]) -> None:
+    """The tests that reach ``module``, run once more on the unmutated tree after its mutants: a mutant can leave
+    a trace outside its worker's copy (one of records/ledger.py wrote /ledger.jsonl, which then made a ledger test
+    fail for every later mutant). If they fail now, the target's kills cannot be trusted: stop, naming the log."""
+    if not tests:
+        return
+    ordered = sorted(tests, key=lambda t: (durations.get(t, 0.0), t))
+    budget = 3 * sum(durations.get(t, 1.0) for t in ordered) + 60
+    log = worker.root / "unmutated.log"
+    code = worker.pytest([*PYTEST, *without_parameters(ordered)], budget, log=str(log))
+    if code != 0:
+        tail = log.read_text(errors="replace")[-1500:] if log.exists() else ""
+        raise RuntimeError(f"{module}: the unmutated tests that reach it fail after its mutants ran (exit {code}): "
+                           f"a mutant left something behind outside its copy:\n{tail}")
 
 
 def equivalents() -> dict[tuple[str, str, str], str]:
