@@ -171,3 +171,23 @@ def test_the_table_scores_each_row_against_its_goal_and_marks_a_stale_one(engine
     rows = engine.table(results).splitlines()
     assert rows[2].endswith("| 95.0 % | 95% met | 1 | abc1234 |")  # 19 of 20 meets 95 %, and is current
     assert rows[3].endswith("| 95.0 % | 100% not met | 1 | abc1234 (stale) |")  # the STS scoring's goal is all
+
+
+def test_a_target_whose_unmutated_tests_fail_after_its_mutants_is_refused(engine, tmp_path):
+    class FakeWorker:
+        root = tmp_path
+        asked: list = []
+
+        def __init__(self, code):
+            self.code = code
+
+        def pytest(self, args, limit_s, log):
+            self.asked.append([a for a in args if "::" in a])
+            Path(log).write_text("FAILED tests/test_l.py::test_ledger\n")
+            return self.code
+
+    tests = {"tests/test_l.py::test_ledger[a]", "tests/test_m.py::test_m"}
+    engine.check_unmutated(FakeWorker(0), "records/ledger.py", tests, {})
+    assert sorted(FakeWorker.asked[0]) == ["tests/test_l.py::test_ledger", "tests/test_m.py::test_m"]
+    with pytest.raises(RuntimeError, match="(?s)records/ledger.py: the unmutated tests .*FAILED tests/test_l"):
+        engine.check_unmutated(FakeWorker(1), "records/ledger.py", tests, {})
