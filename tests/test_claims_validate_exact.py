@@ -104,3 +104,22 @@ def test_sides_read_strings_and_partial_dicts_and_refuse_other_values():
 
 def test_normalise_collapses_whitespace_to_single_spaces():
     assert normalise(" a\t b\n\nc ") == "a b c"
+
+
+def test_undecidable_constants_names_each_case_by_its_sides_kinds():
+    from sentrepro.verdicts.claims import _undecidable_constants
+    assert _undecidable_constants({}, [("published", "sts"), ("published", "sts")]) == [
+        "both sides are published numbers: nothing of ours to test"]
+    assert _undecidable_constants({}, [("deterministic", "transfer"), ("deterministic", "sts")]) == [
+        "two deterministic sides without per-item scores (suite sts, transfer) and not 'exact': no interval can decide"]
+    assert _undecidable_constants({"exact": "why"}, [("deterministic", "transfer"), ("deterministic", "sts")]) == []
+    assert _undecidable_constants({}, [("published", "sts"), ("deterministic", "transfer")]) == [
+        "a deterministic transfer number against a published one: no per-item scores, no interval"]
+    assert _undecidable_constants({}, [("published", "transfer"), ("deterministic", "sts")]) == []
+
+
+def test_producible_keys_read_a_suites_sets_list_plus_avg():
+    from sentrepro.verdicts.claims import _producible_keys
+    assert _producible_keys({"evaluation": {"s": {"sets": ["a", "b"]}}}, "s") == {"a", "b", "avg"}
+    assert _producible_keys({"evaluation": {"s": {"tasks": ["t"]}}}, "s") == {"t", "avg"}
+    assert _producible_keys({"evaluation": {}}, "s") is None
