@@ -214,3 +214,86 @@ def test_anisotropy_records_the_three_mean_pairwise_cosines(tmp_path, captured):
     assert results["static_sentence"] == {"reported": pytest.approx(mean_cos(static_expected(sentences))), "n": 3}
     assert results["static_token"] == {"reported": pytest.approx(mean_cos(TABLE)), "n": 6}
     assert captured["aggregation"] == "mean pairwise cosine, diagonal included (PromptBERT cal_avg_cosine)"
+
+
+class WordTokenizer:
+    """Pieces are the words; detokenising joins with '-' (one word), so a reduced sentence embeds differently."""
+
+    def tokenize(self, text):
+        return text.split()
+
+    def convert_tokens_to_string(self, tokens):
+        return "-".join(tokens)
+
+
+def test_token_removal_drops_the_k_most_frequent_stsb_test_tokens_and_rescores(tmp_path, captured):
+    from sentrepro.evaluation.sts_suite import score_tasks
+
+    path = write_stsb(tmp_path, "test", PAIRS)
+    job = FakeJob({"ks": [2, 0, 1, 2], "sts": {"tasks": ["STSBenchmark"], "variant": "senteval"}})
+    job.tokenizer = WordTokenizer()
+    analyses.run_token_removal(job, tmp_path / "MANIFEST.json", tmp_path / "out.json")
+    assert job.prov.inputs == [(path, "STS data file"), (path, "STS-B test")]
+    words = [w for p in PAIRS for s in p[1:] for w in s.split()]
+    counts = {w: words.count(w) for w in set(words)}
+    ranked = sorted(counts, key=lambda w: (-counts[w], w))[:2]
+    assert ranked == ["a", "b"]  # a: 12, b: 9 (by hand)
+    tasks = {"STSBenchmark": {"test": [type("P", (), {"s1": p[1], "s2": p[2], "score": p[0]})() for p in PAIRS]}}
+
+    def reduced(sentence, k):
+        kept = [w for w in sentence.split() if w not in ranked[:k]]
+        return sentence if len(kept) == len(sentence.split()) else "-".join(kept)
+
+    results = captured["results"]
+    assert list(results) == ["k0", "k1", "k2"]
+    for k in (0, 1, 2):
+        expected = score_tasks(tasks, lambda batch, k=k: toy_embed([reduced(s, k) for s in batch]))
+        assert results[f"k{k}"] == {"reported": pytest.approx(expected["avg"]["reported"]), "k": k}
+        assert captured["extra"]["curve"]["per_task"][str(k)]["STSBenchmark"] == pytest.approx(
+            expected["STSBenchmark"]["reported"])
+    curve = captured["extra"]["curve"]
+    assert curve["ks"] == [0, 1, 2] and curve["removed_tokens"] == ranked
+    assert curve["token_counts"] == {"a": counts["a"], "b": counts["b"]}
+    assert curve["avg"] == [results[f"k{k}"]["reported"] for k in (0, 1, 2)]
+    assert curve["frequency_source"] == "STS-B test split, run's tokenizer"
+    assert captured["extra"]["variant"] == "senteval"
+    assert captured["aggregation"] == "STS average (as the sts suite) per k removed tokens"
+    # every distinct sentence (original or reduced) is encoded once, in one call
+    distinct = {reduced(s, k) for k in (0, 1, 2) for p in PAIRS for s in p[1:]}
+    assert len(job.calls) == 1 and sorted(job.calls[0]) == sorted(distinct)
+
+
+def test_tsne_draws_pairs_at_each_gold_score_and_reports_the_mean_pair_cosine(tmp_path, captured):
+    from sentrepro.evaluation import geometry
+
+    pairs = [(0.0, "a b", "c d"), (0.0, "a a", "e f"), (0.0, "b", "d"), (3.0, "a b c", "a b d"),
+             (3.0, "c d e", "c d f"), (3.0, "b c", "b d"), (5.0, "e f", "e f"), (5.0, "a b", "a b"), (5.0, "c", "c"),
+             (1.0, "a", "b")]
+    write_stsb(tmp_path, "test", pairs)
+    job = FakeJob({"gold_scores": [0, 3, 5], "pairs_per_score": 2, "seed": 7, "perplexity": 3.0,
+                   "sts": {"variant": "tv"}})
+    analyses.run_tsne(job, tmp_path / "MANIFEST.json", tmp_path / "out.json")
+    assert [role for _, role in job.prov.inputs] == ["STS-B test"]
+    points = captured["extra"]["points"]
+    assert captured["extra"]["variant"] == "tv" and len(points) == 12
+    groups = geometry.pairs_at_scores([p[0] for p in pairs], [0, 3, 5], 2, 7)
+    for n, point in enumerate(points):
+        pair_id, side = divmod(n, 2)
+        index = groups[pair_id // 2][pair_id % 2]
+        assert (point["pair"], point["side"], point["stsb_index"], point["gold"]) == (pair_id, side, index,
+                                                                                      [0, 3, 5][pair_id // 2])
+        assert point["text"] == pairs[index][1 + side] and pairs[index][0] == point["gold"]
+    texts = [p["text"] for p in points]
+    assert job.calls == [texts]
+    coords = geometry.tsne_coordinates(toy_embed(texts), 7, 3.0)
+    np.testing.assert_allclose([[p["x"], p["y"]] for p in points], coords)
+    assert all(type(p["x"]) is float and type(p["y"]) is float for p in points)
+    u = units(toy_embed(texts))
+    cos = (u[0::2] * u[1::2]).sum(1)
+    results = captured["results"]
+    assert list(results) == ["pair_cosine_gold_0", "pair_cosine_gold_3", "pair_cosine_gold_5"]
+    for g, gold in enumerate([0, 3, 5]):
+        assert results[f"pair_cosine_gold_{gold}"] == {"reported": pytest.approx(cos[2 * g:2 * g + 2].mean()),
+                                                       "n": 2}
+    assert results["pair_cosine_gold_5"]["reported"] == pytest.approx(1.0)
+    assert captured["aggregation"] == "t-SNE coordinates per sentence; reported = mean pair cosine per gold group"
