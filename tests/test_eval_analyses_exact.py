@@ -297,3 +297,32 @@ def test_tsne_draws_pairs_at_each_gold_score_and_reports_the_mean_pair_cosine(tm
                                                        "n": 2}
     assert results["pair_cosine_gold_5"]["reported"] == pytest.approx(1.0)
     assert captured["aggregation"] == "t-SNE coordinates per sentence; reported = mean pair cosine per gold group"
+
+
+class BareTokenizer(ToyTokenizer):
+    """As ToyTokenizer without the special tokens: a one-word sentence has a mask sum of 1."""
+
+    def __call__(self, texts, padding, truncation, return_tensors):
+        ids = [[self.vocab[w] for w in t.split()] for t in texts]
+        width = max(len(r) for r in ids)
+        return {"input_ids": torch.tensor([r + [2] * (width - len(r)) for r in ids]),
+                "attention_mask": torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in ids])}
+
+
+def test_static_token_average_of_a_one_token_sentence_is_that_token_row():
+    job = FakeJob({"batch_size": 4})
+    job.model, job.tokenizer, job.device = ToyModel(TABLE), BareTokenizer(), "cpu"
+    out = analyses.static_token_average(job, ["b", "a c"])
+    np.testing.assert_allclose(out, [TABLE[4], (TABLE[3] + TABLE[5]) / 2], rtol=1e-6)
+
+
+def test_the_analyses_hold_documented_counts_on_real_data(tmp_path):
+    write_stsb(tmp_path, "test", PAIRS)  # 8 pairs, not STS-B test's documented 1379
+    job = FakeJob({"split": "test", "sts": {"variant": "senteval"}})
+    job.check_counts = True
+    with pytest.raises(Exception, match="sts-test.csv"):
+        analyses._read_stsb(job, tmp_path / "MANIFEST.json", "test")
+    job.settings = {"ks": [1], "sts": {"tasks": ["STSBenchmark"], "variant": "senteval"}}
+    job.tokenizer = WordTokenizer()
+    with pytest.raises(Exception, match="sts-test.csv"):
+        analyses.run_token_removal(job, tmp_path / "MANIFEST.json", tmp_path / "out.json")
