@@ -63,3 +63,46 @@ def test_insert_prompt_two_vectors_before_the_mask():
     expected[0, 1], expected[0, 2] = prompt[0], prompt[1]
     expected[1, 3], expected[1, 4] = prompt[0], prompt[1]
     assert torch.equal(out, expected)
+
+
+# --- the method's configuration and inputs ---------------------------------------------------------
+
+import pytest  # noqa: E402
+
+from sentrepro.encoder.load import load_tokenizer  # noqa: E402
+from sentrepro.methods import build_method  # noqa: E402
+
+BASE = {"max_seq_length": 32, "temperature": 0.05}
+
+
+@pytest.fixture(scope="module")
+def bert_tok(tiny_models):
+    return load_tokenizer(str(tiny_models["bert"]))
+
+
+def test_default_prompt_length_is_four_pad_placeholders(bert_tok):
+    method = build_method("conpvp", dict(BASE), "bert", bert_tok)
+    assert method.prompt_length == 4
+    assert list(method.anchor_template.suffix).count(bert_tok.pad_token_id) == 4
+
+
+@pytest.mark.parametrize("prototypes, views", [("both", 3), ("positive", 2), ("none", 2)])
+def test_views_per_sentence(bert_tok, prototypes, views):
+    assert build_method("conpvp", {**BASE, "prototypes": prototypes}, "bert", bert_tok).views == views
+
+
+def test_padded_prompt_mask_is_zero(bert_tok):
+    method = build_method("conpvp", dict(BASE), "bert", bert_tok)
+    batch = method.collate([C.TemplatedSentence([5], 0, 0), C.TemplatedSentence([5, 6, 7, 8, 9, 10], 0, 0)])
+    assert batch["prompt_mask"].shape == batch["attention_mask"].shape
+    assert int(batch["prompt_mask"][batch["attention_mask"] == 0].abs().sum()) == 0
+    assert bool((batch["attention_mask"] == 0).any())
+
+
+def test_eval_inputs_are_not_truncated(bert_tok):
+    method = build_method("conpvp", dict(BASE), "bert", bert_tok)
+    n = min(bert_tok.model_max_length, 4000) + 20
+    batch = method.eval_inputs([" ".join(["word"] * n)], "test")
+    # [CLS] + n words + 4 [PAD] + [MASK] . + [SEP]
+    assert batch["input_ids"].shape[1] == n + 8
+    assert int(batch["mask_index"][0]) == n + 5
