@@ -81,3 +81,26 @@ def test_eval_inputs_are_not_truncated(bert_tok):
     method = build_method("promptbert", {**PARAMS, "test_protocol": "denoised"}, "bert", bert_tok)
     token = method.eval_inputs([sentence], "dev")
     assert int(token["sentence_lengths"][0]) == n
+
+
+class _RecordingEncoder:
+    """Word embeddings on the 'meta' device; the forward records where its inputs were built."""
+
+    def __init__(self):
+        self.config = SimpleNamespace(max_position_embeddings=512)
+        self.seen = None
+
+    def get_input_embeddings(self):
+        return SimpleNamespace(weight=torch.empty(2, 2, device="meta"))
+
+    def __call__(self, input_ids, position_ids):
+        self.seen = (input_ids.device.type, position_ids.device.type)
+        return SimpleNamespace(last_hidden_state=torch.zeros(input_ids.shape[0], input_ids.shape[1], 2))
+
+
+def test_template_bias_builds_its_inputs_on_the_encoders_device():
+    alone = (101, 5, 103, 6, 102)
+    template = TemplateIds(template="t", prefix=(101, 5), suffix=(103, 6, 102), mask_in_suffix=0, alone=alone)
+    encoder = _RecordingEncoder()
+    template_bias(encoder, template, 2, 0, 0)
+    assert encoder.seen == ("meta", "meta")
