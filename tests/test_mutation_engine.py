@@ -191,3 +191,22 @@ def test_a_target_whose_unmutated_tests_fail_after_its_mutants_is_refused(engine
     assert sorted(FakeWorker.asked[0]) == ["tests/test_l.py::test_ledger", "tests/test_m.py::test_m"]
     with pytest.raises(RuntimeError, match="(?s)records/ledger.py: the unmutated tests .*FAILED tests/test_l"):
         engine.check_unmutated(FakeWorker(1), "records/ledger.py", tests, {})
+
+
+def test_a_new_test_file_that_reaches_a_module_changes_its_fingerprint(engine, tmp_path, monkeypatch):
+    (tmp_path / "src" / "sentrepro").mkdir(parents=True)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "src" / "sentrepro" / "m.py").write_text("a = 1\n")
+    for name in ("conftest.py", "test_a.py", "test_b.py"):
+        (tmp_path / "tests" / name).write_text("def test(): pass\n")
+    monkeypatch.setattr(engine, "ROOT", tmp_path)
+    monkeypatch.setattr(engine, "engine_source", lambda: "")
+    target = engine.Target("m.py", "m")
+    heads = engine.statement_heads("a = 1\n")
+    before = engine.reach_fingerprint(target, engine.Reach({1: {"tests/test_a.py::test"}}, set(), heads))
+    after = engine.reach_fingerprint(target, engine.Reach({1: {"tests/test_a.py::test", "tests/test_b.py::test"}},
+                                                          set(), heads))
+    assert before[0] == ["tests/test_a.py"] and after[0] == ["tests/test_a.py", "tests/test_b.py"]
+    assert before[1] != after[1]
+    # the recorded list alone (what the table's stale mark uses) cannot see the new file
+    assert engine.fingerprint("m.py", before[0]) == before[1]
