@@ -588,6 +588,28 @@ def head_commit() -> str:
     return git("rev-parse", "--short", "HEAD") + ("+edits" if edits else "")
 
 
+def tests_added_since(commit: str) -> list[str] | None:
+    """Test files of the checkout that the commit ``commit`` (a record's, "+edits" allowed) did not have: each may
+    reach the target, which only a run can tell. None when the commit is unknown here."""
+    name = commit.split("+", 1)[0]
+    listed = subprocess.run(["git", "ls-tree", "-r", "--name-only", name, "tests/"], cwd=ROOT, capture_output=True,
+                            text=True)
+    if not name or listed.returncode != 0:
+        return None
+    then = set(listed.stdout.split())
+    return sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_*.py")
+                  if str(p.relative_to(ROOT)) not in then)
+
+
+def freshness(current: bool, added: list[str] | None) -> str:
+    """The "run at" column's mark: stale (module, reaching tests or engine changed), or test files added since."""
+    if not current:
+        return " (stale)"
+    if added is None:
+        return " (commit unknown)"
+    return f" ({len(added)} test files added since)" if added else ""
+
+
 def table(results: dict) -> str:
     """The BENCHMARKS.md table: one row per target in TARGETS order (a target never run says so), survivors
     classified against the equivalents file as it is now (a reason added after the run counts). A row whose
@@ -611,10 +633,11 @@ def table(results: dict) -> str:
         judged = record["mutants"] - equivalent
         met = "met" if judged == 0 or killed >= goal(target.module) * judged else "not met"
         current = record.get("fingerprint") == fingerprint(target.module, record.get("test_files", []))
+        added = tests_added_since(record.get("commit", ""))
         rows.append(f"| `{target.module}` | {target.what} | {record['tests_reaching']} | {record['mutants']} | "
                     f"{killed} ({record['timeout']}) | {equivalent} | {len(open_)} ({unreached}) | "
                     f"{score(killed, record['mutants'], equivalent)} | {goal(target.module):.0%} {met} | "
-                    f"{record['seconds']:.0f} | {record.get('commit', '?')}{'' if current else ' (stale)'} |")
+                    f"{record['seconds']:.0f} | {record.get('commit', '?')}{freshness(current, added)} |")
     rows.append(f"\nTargets' time together: {total_seconds / 60:.0f} min (the coverage pass not included).")
     return "\n".join(rows)
 
@@ -656,6 +679,9 @@ def main(argv: list[str] | None = None) -> int:
                 if not args.force and args.tests is None and recorded.get(target.module, {}).get("fingerprint") == \
                         reach_fingerprint(target, reach[target.module])[1]:
                     print(f"[mutation] {target.module}: unchanged since its recorded run (--force runs it)")
+                    results = load_results()  # its figures hold for this tree: say so, so the table can tell
+                    results[target.module]["commit"] = commit
+                    write_results(results)
                     continue
                 print(f"[mutation] {target.module}: {target.what}", flush=True)
                 record = {**run_target(target, workers, reach[target.module], durations), "commit": commit}

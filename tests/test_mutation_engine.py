@@ -163,6 +163,7 @@ def test_the_table_scores_each_row_against_its_goal_and_marks_a_stale_one(engine
     monkeypatch.setattr(engine, "engine_source", lambda: "")
     monkeypatch.setattr(engine, "EQUIVALENT", tmp_path / "none.yaml")
     monkeypatch.setattr(engine, "TARGETS", (engine.Target("m.py", "m"), engine.Target("evaluation/sts.py", "sts")))
+    monkeypatch.setattr(engine, "tests_added_since", lambda commit: [])
     survivor = {"line_number": 1, "line": "a = 1", "mutant": "a = 2", "state": "survived", "reason": None}
     record = {"mutants": 20, "killed": 19, "timeout": 0, "not_reached": 0, "tests_reaching": 3, "seconds": 1.0,
               "not_killed": [survivor], "test_files": [], "commit": "abc1234"}
@@ -210,3 +211,20 @@ def test_a_new_test_file_that_reaches_a_module_changes_its_fingerprint(engine, t
     assert before[1] != after[1]
     # the recorded list alone (what the table's stale mark uses) cannot see the new file
     assert engine.fingerprint("m.py", before[0]) == before[1]
+
+
+def test_test_files_added_since_a_rows_commit_are_named(engine, tmp_path, monkeypatch):
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_a.py").write_text("")
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "tests"], check=True)
+    subprocess.run([*git, "commit", "-qm", "a"], check=True)
+    commit = subprocess.run([*git, "rev-parse", "--short", "HEAD"], check=True, capture_output=True,
+                            text=True).stdout.strip()
+    (tmp_path / "tests" / "test_b.py").write_text("")
+    monkeypatch.setattr(engine, "ROOT", tmp_path)
+    assert engine.tests_added_since(commit + "+edits") == ["tests/test_b.py"]
+    assert engine.tests_added_since("0000000") is None
+    assert engine.freshness(True, ["tests/test_b.py"]).== " (1 test files added since)"
+    assert engine.freshness(True, []) == "" and engine.freshness(False, []) == " (stale)"
