@@ -226,5 +226,5 @@ def test_test_files_added_since_a_rows_commit_are_named(engine, tmp_path, monkey
     monkeypatch.setattr(engine, "ROOT", tmp_path)
     assert engine.tests_added_since(commit + "+edits") == ["tests/test_b.py"]
     assert engine.tests_added_since("0000000") is None
-    assert engine.freshness(True, ["tests/test_b.py"]).== " (1 test files added since)"
+    assert engine.freshness(True, ["tests/test_b.py"]) == " (1 test files added since)"
     assert engine.freshness(True, []) == "" and engine.freshness(False, []) == " (stale)"
