@@ -442,14 +442,22 @@ def save_cache(module: str, print_: str, outcomes: dict[str, dict]) -> None:
     os.replace(tmp, path)
 
 
+def reach_fingerprint(target: Target, reach: Reach) -> tuple[list[str], str]:
+    """The test files that reach ``target`` in this coverage pass, and its fingerprint over them: a test file added
+    since the recorded run that reaches the module changes it (the recorded file list alone cannot show that)."""
+    source = (ROOT / PACKAGE / target.module).read_text(encoding="utf-8")
+    mutants = generate_mutants(str(PACKAGE / target.module), source)
+    files = test_files(set().union(*[t for t in (reach.tests_for(m.line_number) for m in mutants) if t]))
+    return files, fingerprint(target.module, files)
+
+
 def run_target(target: Target, workers: list[Worker], reach: Reach, durations: dict[str, float]) -> dict:
     """Every mutant of ``target``, shared among the workers; the target's result record."""
     rel = str(PACKAGE / target.module)
     source = (ROOT / rel).read_text(encoding="utf-8")
     mutants = generate_mutants(rel, source)
     reached_by = {m.key: reach.tests_for(m.line_number) for m in mutants}
-    files = test_files(set().union(*[t for t in reached_by.values() if t]))
-    print_ = fingerprint(target.module, files)
+    files, print_ = reach_fingerprint(target, reach)
     outcomes = load_cache(target.module, print_)
     pending: queue.Queue = queue.Queue()
     for mutant in mutants:
@@ -580,6 +588,28 @@ def head_commit() -> str:
     return git("rev-parse", "--short", "HEAD") + ("+edits" if edits else "")
 
 
+def tests_added_since(commit: str) -> list[str] | None:
+    """Test files of the checkout that the commit ``commit`` (a record's, "+edits" allowed) did not have: each may
+    reach the target, which only a run can tell. None when the commit is unknown here."""
+    name = commit.split("+", 1)[0]
+    listed = subprocess.run(["git", "ls-tree", "-r", "--name-only", name, "tests/"], cwd=ROOT, capture_output=True,
+                            text=True)
+    if not name or listed.returncode != 0:
+        return None
+    then = set(listed.stdout.split())
+    return sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_*.py")
+                  if str(p.relative_to(ROOT)) not in then)
+
+
+def freshness(current: bool, added: list[str] | None) -> str:
+    """The "run at" column's mark: stale (module, reaching tests or engine changed), or test files added since."""
+    if not current:
+        return " (stale)"
+    if added is None:
+        return " (commit unknown)"
+    return f" ({len(added)} test files added since)" if added else ""
+
+
 def table(results: dict) -> str:
     """The BENCHMARKS.md table: one row per target in TARGETS order (a target never run says so), survivors
     classified against the equivalents file as it is now (a reason added after the run counts). A row whose
@@ -603,10 +633,11 @@ def table(results: dict) -> str:
         judged = record["mutants"] - equivalent
         met = "met" if judged == 0 or killed >= goal(target.module) * judged else "not met"
         current = record.get("fingerprint") == fingerprint(target.module, record.get("test_files", []))
+        added = tests_added_since(record.get("commit", ""))
         rows.append(f"| `{target.module}` | {target.what} | {record['tests_reaching']} | {record['mutants']} | "
                     f"{killed} ({record['timeout']}) | {equivalent} | {len(open_)} ({unreached}) | "
                     f"{score(killed, record['mutants'], equivalent)} | {goal(target.module):.0%} {met} | "
-                    f"{record['seconds']:.0f} | {record.get('commit', '?')}{'' if current else ' (stale)'} |")
+                    f"{record['seconds']:.0f} | {record.get('commit', '?')}{freshness(current, added)} |")
     rows.append(f"\nTargets' time together: {total_seconds / 60:.0f} min (the coverage pass not included).")
     return "\n".join(rows)
 
@@ -629,13 +660,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown target {', '.join(unknown)} (known: {', '.join(BY_MODULE)})")
     chosen = [BY_MODULE[m] for m in args.modules] or list(TARGETS)
     recorded = load_results()
-    todo = [t for t in chosen if args.force or recorded.get(t.module, {}).get("fingerprint") !=
-            fingerprint(t.module, recorded.get(t.module, {}).get("test_files", []))]
-    for target in chosen:
-        if target not in todo:
-            print(f"[mutation] {target.module}: unchanged since its recorded run (--force runs it)")
-    if not todo:
-        return 0
+    todo = list(chosen)  # which are unchanged is known after the coverage pass: a new test file may reach a module
     status = 0
     commit = head_commit()
     began = time.monotonic()
@@ -651,6 +676,13 @@ def main(argv: list[str] | None = None) -> int:
             reach, durations = coverage_pass(workers, [t.module for t in todo], scratch, tests)
             print(f"[mutation] coverage pass: {time.monotonic() - began:.0f} s, {len(durations)} tests", flush=True)
             for target in todo:
+                if not args.force and args.tests is None and recorded.get(target.module, {}).get("fingerprint") == \
+                        reach_fingerprint(target, reach[target.module])[1]:
+                    print(f"[mutation] {target.module}: unchanged since its recorded run (--force runs it)")
+                    results = load_results()  # its figures hold for this tree: say so, so the table can tell
+                    results[target.module]["commit"] = commit
+                    write_results(results)
+                    continue
                 print(f"[mutation] {target.module}: {target.what}", flush=True)
                 record = {**run_target(target, workers, reach[target.module], durations), "commit": commit}
                 if args.tests is None:

@@ -163,6 +163,7 @@ def test_the_table_scores_each_row_against_its_goal_and_marks_a_stale_one(engine
     monkeypatch.setattr(engine, "engine_source", lambda: "")
     monkeypatch.setattr(engine, "EQUIVALENT", tmp_path / "none.yaml")
     monkeypatch.setattr(engine, "TARGETS", (engine.Target("m.py", "m"), engine.Target("evaluation/sts.py", "sts")))
+    monkeypatch.setattr(engine, "tests_added_since", lambda commit: [])
     survivor = {"line_number": 1, "line": "a = 1", "mutant": "a = 2", "state": "survived", "reason": None}
     record = {"mutants": 20, "killed": 19, "timeout": 0, "not_reached": 0, "tests_reaching": 3, "seconds": 1.0,
               "not_killed": [survivor], "test_files": [], "commit": "abc1234"}
@@ -191,3 +192,39 @@ def test_a_target_whose_unmutated_tests_fail_after_its_mutants_is_refused(engine
     assert sorted(FakeWorker.asked[0]) == ["tests/test_l.py::test_ledger", "tests/test_m.py::test_m"]
     with pytest.raises(RuntimeError, match="(?s)records/ledger.py: the unmutated tests .*FAILED tests/test_l"):
         engine.check_unmutated(FakeWorker(1), "records/ledger.py", tests, {})
+
+
+def test_a_new_test_file_that_reaches_a_module_changes_its_fingerprint(engine, tmp_path, monkeypatch):
+    (tmp_path / "src" / "sentrepro").mkdir(parents=True)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "src" / "sentrepro" / "m.py").write_text("a = 1\n")
+    for name in ("conftest.py", "test_a.py", "test_b.py"):
+        (tmp_path / "tests" / name).write_text("def test(): pass\n")
+    monkeypatch.setattr(engine, "ROOT", tmp_path)
+    monkeypatch.setattr(engine, "engine_source", lambda: "")
+    target = engine.Target("m.py", "m")
+    heads = engine.statement_heads("a = 1\n")
+    before = engine.reach_fingerprint(target, engine.Reach({1: {"tests/test_a.py::test"}}, set(), heads))
+    after = engine.reach_fingerprint(target, engine.Reach({1: {"tests/test_a.py::test", "tests/test_b.py::test"}},
+                                                          set(), heads))
+    assert before[0] == ["tests/test_a.py"] and after[0] == ["tests/test_a.py", "tests/test_b.py"]
+    assert before[1] != after[1]
+    # the recorded list alone (what the table's stale mark uses) cannot see the new file
+    assert engine.fingerprint("m.py", before[0]) == before[1]
+
+
+def test_test_files_added_since_a_rows_commit_are_named(engine, tmp_path, monkeypatch):
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_a.py").write_text("")
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "tests"], check=True)
+    subprocess.run([*git, "commit", "-qm", "a"], check=True)
+    commit = subprocess.run([*git, "rev-parse", "--short", "HEAD"], check=True, capture_output=True,
+                            text=True).stdout.strip()
+    (tmp_path / "tests" / "test_b.py").write_text("")
+    monkeypatch.setattr(engine, "ROOT", tmp_path)
+    assert engine.tests_added_since(commit + "+edits") == ["tests/test_b.py"]
+    assert engine.tests_added_since("0000000") is None
+    assert engine.freshness(True, ["tests/test_b.py"]) == " (1 test files added since)"
+    assert engine.freshness(True, []) == "" and engine.freshness(False, []) == " (stale)"
