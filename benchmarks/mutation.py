@@ -179,6 +179,28 @@ def generate_mutants(rel: str, source: str) -> list[Mutant]:
     return mutants
 
 
+def import_time_statements(source: str) -> set[int]:
+    """First lines of the statements that run on import: the module's and its classes' bodies (a ``def`` line
+    itself included, its body not). coverage.py gives such a line to the test that first imported the module,
+    which may be one test that imports it lazily: the line's effect reaches every test that uses the module."""
+    lines: set[int] = set()
+
+    def visit(body: list[ast.stmt]) -> None:
+        for node in body:
+            lines.add(node.decorator_list[0].lineno if getattr(node, "decorator_list", None) else node.lineno)
+            lines.add(node.lineno)
+            if isinstance(node, ast.ClassDef):
+                visit(node.body)
+            elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for field_name in ("body", "orelse", "finalbody", "handlers"):
+                    inner = getattr(node, field_name, None) or []
+                    visit([n for n in inner if isinstance(n, ast.stmt)] +
+                          [m for h in inner if isinstance(h, ast.ExceptHandler) for m in h.body])
+
+    visit(ast.parse(source).body)
+    return lines
+
+
 def statement_heads(source: str) -> dict[int, int]:
     """Line (1-based) -> the first line of the innermost statement holding it (for a compound statement, of its
     header: ``if a and\\n b:``'s two lines map to the ``if``). coverage.py records a statement by its first line."""
@@ -203,6 +225,8 @@ class Reach:
     by_line: dict[int, set[str]]  # executed statement line -> the test ids that ran it ("" = outside any test)
     missing: set[int]  # statements no test ran
     heads: dict[int, int]
+    on_import: set[int] = field(default_factory=set)  # statements run when the module is imported
+
 
     def tests_for(self, line_number: int) -> set[str] | None:
         """The tests that reach ``line_number``; None when no test does. A line run only outside the tests (a
@@ -210,6 +234,8 @@ class Reach:
         head = self.heads.get(line_number, line_number)
         if head in self.missing:
             return None
+        if head in self.on_import:  # whichever test imported the module first, every test using it sees the line
+            return set().union(*self.by_line.values()) - {""} or None
         tests = self.by_line.get(head, set()) - {""}
         if tests:
             return tests
@@ -239,7 +265,7 @@ def coverage_reach(data_file: Path, copy_root: Path, modules: list[str]) -> dict
             continue
         _, statements, _, missing, _ = cov.analysis2(name)
         by_line = {line: set(contexts) for line, contexts in (data.contexts_by_lineno(name) or {}).items()}
-        reach[module] = Reach(by_line, set(missing), statement_heads(source))
+        reach[module] = Reach(by_line, set(missing), statement_heads(source), import_time_statements(source))
     return reach
 
 
@@ -346,7 +372,8 @@ def engine_source() -> str:
     change no recorded result): which mutants, which tests, how a run is read; and the fork server."""
     import inspect
 
-    parts = [generate_mutants, raise_lines, changed_lines, statement_heads, Reach, Worker.run_mutant,
+    parts = [generate_mutants, raise_lines, changed_lines, statement_heads, import_time_statements, Reach,
+             Worker.run_mutant,
              without_parameters, classify]
     return "\n".join([*(inspect.getsource(part) for part in parts), repr((PYTEST, UNIT_TIERS)),
                       SERVER.read_text(encoding="utf-8") if SERVER.exists() else ""])

@@ -228,3 +228,29 @@ def test_test_files_added_since_a_rows_commit_are_named(engine, tmp_path, monkey
     assert engine.tests_added_since("0000000") is None
     assert engine.freshness(True, ["tests/test_b.py"]) == " (1 test files added since)"
     assert engine.freshness(True, []) == "" and engine.freshness(False, []) == " (stale)"
+
+
+def test_a_line_run_on_import_reaches_every_test_even_when_one_test_imported_the_module(engine):
+    source = textwrap.dedent('''\
+        import os
+        YEARS = {"a": 1}
+
+
+        def f(x):
+            return x + 1
+
+
+        class C:
+            k = 2
+
+            def g(self):
+                return 3
+        ''')
+    assert engine.import_time_statements(source) == {1, 2, 5, 9, 10, 12}
+    heads = engine.statement_heads(source)
+    # the module imported lazily inside t.py::lazy: coverage gives its import-time lines to that test alone
+    by_line = {1: {"t.py::lazy"}, 2: {"t.py::lazy"}, 5: {"t.py::lazy"}, 6: {"t.py::a", "t.py::lazy"},
+               13: {"t.py::b"}}
+    reach = engine.Reach(by_line, set(), heads, engine.import_time_statements(source))
+    assert reach.tests_for(2) == {"t.py::lazy", "t.py::a", "t.py::b"}
+    assert reach.tests_for(6) == {"t.py::a", "t.py::lazy"}  # a function's body: the tests that ran it
