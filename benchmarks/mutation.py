@@ -373,8 +373,7 @@ def engine_source() -> str:
     import inspect
 
     parts = [generate_mutants, raise_lines, changed_lines, statement_heads, import_time_statements, Reach,
-             Worker.run_mutant,
-             without_parameters, classify]
+             Worker.run_mutant, without_parameters, classify]
     return "\n".join([*(inspect.getsource(part) for part in parts), repr((PYTEST, UNIT_TIERS)),
                       SERVER.read_text(encoding="utf-8") if SERVER.exists() else ""])
 
@@ -469,11 +468,13 @@ def save_cache(module: str, print_: str, outcomes: dict[str, dict]) -> None:
     os.replace(tmp, path)
 
 
-def reach_fingerprint(target: Target, reach: Reach) -> tuple[list[str], str]:
+def reach_fingerprint(target: Target, reach: Reach, mutants: list[Mutant] | None = None) -> tuple[list[str], str]:
     """The test files that reach ``target`` in this coverage pass, and its fingerprint over them: a test file added
-    since the recorded run that reaches the module changes it (the recorded file list alone cannot show that)."""
-    source = (ROOT / PACKAGE / target.module).read_text(encoding="utf-8")
-    mutants = generate_mutants(str(PACKAGE / target.module), source)
+    since the recorded run that reaches the module changes it (the recorded file list alone cannot show that).
+    ``mutants``: the target's, when the caller has generated them already."""
+    if mutants is None:
+        source = (ROOT / PACKAGE / target.module).read_text(encoding="utf-8")
+        mutants = generate_mutants(str(PACKAGE / target.module), source)
     files = test_files(set().union(*[t for t in (reach.tests_for(m.line_number) for m in mutants) if t]))
     return files, fingerprint(target.module, files)
 
@@ -484,7 +485,7 @@ def run_target(target: Target, workers: list[Worker], reach: Reach, durations: d
     source = (ROOT / rel).read_text(encoding="utf-8")
     mutants = generate_mutants(rel, source)
     reached_by = {m.key: reach.tests_for(m.line_number) for m in mutants}
-    files, print_ = reach_fingerprint(target, reach)
+    files, print_ = reach_fingerprint(target, reach, mutants)
     outcomes = load_cache(target.module, print_)
     pending: queue.Queue = queue.Queue()
     for mutant in mutants:
