@@ -538,7 +538,7 @@ def run_target(target: Target, workers: list[Worker], reach: Reach, durations: d
         if state in ("killed", "timeout"):
             counts[state] += 1
             continue
-        reason = known.get((target.module, mutant.line, mutant.mutant))
+        reason = equivalence(known, target.module, mutant.line, mutant.mutant)
         final = "equivalent" if reason else state
         counts["equivalent" if reason else ("not_reached" if state == "not reached" else "survived")] += 1
         not_killed.append({"line_number": mutant.line_number, "line": mutant.line, "mutant": mutant.mutant,
@@ -568,12 +568,21 @@ def check_unmutated(worker: Worker, module: str, tests: set[str], durations: dic
 
 
 def equivalents() -> dict[tuple[str, str, str], str]:
-    """(module, original line, mutated line) -> reason, from benchmarks/mutation_equivalent.yaml."""
+    """(module, original line, mutated line) -> reason, from benchmarks/mutation_equivalent.yaml; a rule entry
+    (``rule:`` naming one of RULES, with its reason) is keyed ("*", rule, "*")."""
     if not EQUIVALENT.exists():
         return {}
     entries = yaml.safe_load(EQUIVALENT.read_text(encoding="utf-8")) or []
     table = {}
     for number, entry in enumerate(entries):
+        if "rule" in entry:
+            if entry["rule"] not in RULES:
+                raise SystemExit(f"{EQUIVALENT}: entry {number} names rule {entry['rule']!r}; the engine's rules "
+                                 f"are {', '.join(sorted(RULES))}")
+            if not str(entry.get("reason", "")).strip():
+                raise SystemExit(f"{EQUIVALENT}: entry {number} (rule {entry['rule']}) gives no reason")
+            table[("*", entry["rule"], "*")] = entry["reason"]
+            continue
         missing = {"module", "line", "mutant", "reason"} - set(entry)
         if missing:
             raise SystemExit(f"{EQUIVALENT}: entry {number} lacks {', '.join(sorted(missing))}")
@@ -581,6 +590,64 @@ def equivalents() -> dict[tuple[str, str, str], str]:
             raise SystemExit(f"{EQUIVALENT}: entry {number} ({entry['module']}) gives no reason")
         table[(entry["module"], entry["line"].strip(), entry["mutant"].strip())] = entry["reason"]
     return table
+
+
+def equivalence(known: dict[tuple[str, str, str], str], module: str, line: str, mutant: str) -> str | None:
+    """Why a surviving mutant of ``module`` is equivalent: its own entry's reason, or that of a rule of the
+    equivalents file that holds for it; None when neither does."""
+    reason = known.get((module, line, mutant))
+    if reason:
+        return reason
+    for (kind, rule, _), text in known.items():
+        if kind == "*" and RULES[rule](module, line, mutant):
+            return f"{rule}: {text}"
+    return None
+
+
+_NOT_A_PLAIN_ANNOTATION = ("ClassVar", "InitVar", "KW_ONLY")
+
+
+def _statements(text: str) -> list[ast.AST] | None:
+    """``text`` (one stripped source line, its comment allowed) parsed as it stands, as a header given a body, or
+    as a parameter of a ``def``; None when none of these parses."""
+    for wrapped in (text, text + " ...", f"def _({text.rstrip(',')}): ..."):
+        try:
+            return ast.parse(wrapped).body
+        except SyntaxError:
+            continue
+    return None
+
+
+def _without_annotations(body: list[ast.AST]) -> str | None:
+    """The dump of ``body`` with every annotation blanked; None when an annotation is one dataclasses read
+    (ClassVar, InitVar, KW_ONLY) rather than keep as text."""
+    for node in ast.walk(ast.Module(body=body, type_ignores=[])):
+        for name in ("annotation", "returns"):
+            value = getattr(node, name, None)
+            if value is None:
+                continue
+            if any(word in ast.unparse(value) for word in _NOT_A_PLAIN_ANNOTATION):
+                return None
+            setattr(node, name, ast.Constant(None) if isinstance(node, ast.AnnAssign) else None)
+    return ast.dump(ast.Module(body=body, type_ignores=[]))
+
+
+def annotation_only(module: str, line: str, mutant: str) -> bool:
+    """Does ``mutant`` change nothing but annotations of a module that keeps them as text? Under ``from __future__
+    import annotations`` (PEP 563) an annotation is a string that runs only if something evaluates it, and nothing
+    in sentrepro does (tests/test_mutation_engine.py checks the package for it)."""
+    source = (ROOT / PACKAGE / module).read_text(encoding="utf-8")
+    if not any(isinstance(node, ast.ImportFrom) and node.module == "__future__" and
+               any(alias.name == "annotations" for alias in node.names) for node in ast.parse(source).body):
+        return False
+    before, after = _statements(line), _statements(mutant)
+    if before is None or after is None:
+        return False
+    stripped = _without_annotations(before), _without_annotations(after)
+    return None not in stripped and stripped[0] == stripped[1]
+
+
+RULES = {"annotation only": annotation_only}
 
 
 def load_results() -> dict:
@@ -653,8 +720,8 @@ def table(results: dict) -> str:
         if record is None or "not_reached" not in record:
             rows.append(f"| `{target.module}` | {target.what} | not run | | | | | | | | |")
             continue
-        equivalent = sum((target.module, m["line"], m["mutant"]) in known for m in record["not_killed"])
-        open_ = [m for m in record["not_killed"] if (target.module, m["line"], m["mutant"]) not in known]
+        open_ = [m for m in record["not_killed"] if not equivalence(known, target.module, m["line"], m["mutant"])]
+        equivalent = len(record["not_killed"]) - len(open_)
         unreached = sum(m["state"] == "not reached" for m in open_)
         killed = record["killed"] + record["timeout"]
         total_seconds += record["seconds"]
