@@ -226,27 +226,34 @@ class Reach:
     missing: set[int]  # statements no test ran
     heads: dict[int, int]
     on_import: set[int] = field(default_factory=set)  # statements run when the module is imported
+    file_tests: dict[str, set[str]] = field(default_factory=dict)  # test file -> every test of it the pass ran
 
+    def users(self) -> set[str]:
+        """The tests that use the module: those that run any line of it, and every other test of their files. A
+        test may read the module's constants through another module and run none of its lines (a registry's
+        table of every unit's class counts), while a test beside it in the same file parses with them."""
+        direct = set().union(*self.by_line.values()) - {""}
+        return direct.union(*(self.file_tests.get(name, set()) for name in test_files(direct)))
 
     def tests_for(self, line_number: int) -> set[str] | None:
         """The tests that reach ``line_number``; None when no test does. A line run only outside the tests (a
-        ``def`` or a constant, on import) is reached by every test that reaches the module."""
+        ``def`` or a constant, on import) is reached by every test that uses the module (:meth:`users`)."""
         head = self.heads.get(line_number, line_number)
         if head in self.missing:
             return None
         if head in self.on_import:  # whichever test imported the module first, every test using it sees the line
-            return set().union(*self.by_line.values()) - {""} or None
+            return self.users() or None
         tests = self.by_line.get(head, set()) - {""}
         if tests:
             return tests
         if "" in self.by_line.get(head, set()) or head not in self.by_line:
-            everything = set().union(*self.by_line.values()) - {""}
-            return everything or None
+            return self.users() or None
         return None
 
 
-def coverage_reach(data_file: Path, copy_root: Path, modules: list[str]) -> dict[str, Reach]:
-    """Per module, its :class:`Reach` from the coverage data of one or more workers' passes (combined)."""
+def coverage_reach(data_file: Path, copy_root: Path, modules: list[str], ran=()) -> dict[str, Reach]:
+    """Per module, its :class:`Reach` from the coverage data of one or more workers' passes (combined); ``ran``:
+    the ids of every test the pass ran (a module's users include the other tests of their files)."""
     import coverage
 
     cov = coverage.Coverage(data_file=str(data_file))
@@ -254,6 +261,9 @@ def coverage_reach(data_file: Path, copy_root: Path, modules: list[str]) -> dict
     cov.load()
     data = cov.get_data()
     measured = {Path(name).resolve(): name for name in data.measured_files()}
+    file_tests: dict[str, set[str]] = {}
+    for test in ran:
+        file_tests.setdefault(test.split("::")[0], set()).add(test)
     reach = {}
     for module in modules:
         path = (copy_root / PACKAGE / module).resolve()
@@ -265,7 +275,8 @@ def coverage_reach(data_file: Path, copy_root: Path, modules: list[str]) -> dict
             continue
         _, statements, _, missing, _ = cov.analysis2(name)
         by_line = {line: set(contexts) for line, contexts in (data.contexts_by_lineno(name) or {}).items()}
-        reach[module] = Reach(by_line, set(missing), statement_heads(source), import_time_statements(source))
+        reach[module] = Reach(by_line, set(missing), statement_heads(source), import_time_statements(source),
+                              file_tests)
     return reach
 
 
@@ -373,7 +384,7 @@ def engine_source() -> str:
     import inspect
 
     parts = [generate_mutants, raise_lines, changed_lines, statement_heads, import_time_statements, Reach,
-             Worker.run_mutant, without_parameters, classify]
+             test_files, Worker.run_mutant, without_parameters, classify]
     return "\n".join([*(inspect.getsource(part) for part in parts), repr((PYTEST, UNIT_TIERS)),
                       SERVER.read_text(encoding="utf-8") if SERVER.exists() else ""])
 
@@ -428,7 +439,7 @@ def coverage_pass(workers: list[Worker], modules: list[str], scratch: Path,
     for k in busy:
         if k:
             rewrite_paths(Path(f"{data_file}.{k}"), workers[k].root, workers[0].root)
-    return coverage_reach(data_file, workers[0].root, modules), durations
+    return coverage_reach(data_file, workers[0].root, modules, durations), durations
 
 
 def rewrite_paths(data_path: Path, old_root: Path, new_root: Path) -> None:

@@ -259,6 +259,20 @@ def test_a_line_run_on_import_reaches_every_test_even_when_one_test_imported_the
     assert reach.tests_for(6) == {"t.py::a", "t.py::lazy"}  # a function's body: the tests that ran it
 
 
+def test_a_line_run_on_import_reaches_the_other_tests_of_the_files_that_use_the_module(engine):
+    """A test may read a module's constants through a registry and run none of its lines (data/benchmarks'
+    expected_classes() over every unit's CLASSES); a test beside it that parses with the module makes it a user."""
+    source = "CLASSES = {'MR': 2}\n\n\ndef parse(x):\n    return x\n"
+    heads = engine.statement_heads(source)
+    ran = ["tests/test_p.py::test_parse", "tests/test_p.py::test_classes", "tests/test_q.py::test_other"]
+    reach = engine.Reach(
+        {5: {"tests/test_p.py::test_parse"}}, set(), heads, engine.import_time_statements(source),
+        {"tests/test_p.py": set(ran[:2]), "tests/test_q.py": {ran[2]}})
+    assert reach.tests_for(1) == {"tests/test_p.py::test_parse", "tests/test_p.py::test_classes"}
+    assert reach.tests_for(5) == {"tests/test_p.py::test_parse"}      # a function's body: the test that ran it
+    assert reach.users() == set(ran[:2])
+
+
 def test_a_mutant_of_nothing_but_an_annotation_is_equivalent_only_where_annotations_stay_text(engine, tmp_path,
                                                                                                monkeypatch):
     package = tmp_path / "src" / "sentrepro"
