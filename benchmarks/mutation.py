@@ -147,6 +147,55 @@ def raise_lines(source: str) -> set[int]:
     return lines
 
 
+def _top_level_names(node: ast.stmt) -> list[str]:
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) \
+        else []
+    return [t.id for t in targets if isinstance(t, ast.Name)]
+
+
+def fixture_lines(source: str) -> set[int]:
+    """Lines (1-based) of a benchmark unit's fixture generator: the function its ``BENCHMARK`` names as
+    ``fixture=`` and every top-level name that only it needs (derived from the names each top-level statement
+    reads, transitively). Out of scope: it writes a synthetic stand-in in the upstream format, which the tests
+    parse back with the unit's own parsers and count (tests/test_fixtures.py); no number set against a paper's
+    comes from it (a synthetic cell is labelled and never compared)."""
+    body = ast.parse(source).body
+    by_name = {name: node for node in body for name in _top_level_names(node)}
+    generator = None
+    for node in body:
+        if "BENCHMARK" in _top_level_names(node) and isinstance(node.value, ast.Call):
+            generator = next((k.value.id for k in node.value.keywords
+                              if k.arg == "fixture" and isinstance(k.value, ast.Name)), None)
+    if generator is None:
+        return set()
+
+    def reads(node: ast.stmt) -> set[str]:
+        skip = set()
+        if "BENCHMARK" in _top_level_names(node):  # the unit itself names its fixture: not a use of it
+            skip = {id(k.value) for k in node.value.keywords if k.arg == "fixture"}
+        return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and id(n) not in skip} & set(by_name)
+
+    def closure(roots: set[str]) -> set[str]:
+        found, todo = set(), list(roots)
+        while todo:
+            name = todo.pop()
+            if name not in found:
+                found.add(name)
+                todo.extend(reads(by_name[name]) - found)
+        return found
+
+    only_generator = closure({generator})
+    needed_elsewhere = closure({name for name in by_name if name not in only_generator})
+    lines: set[int] = set()
+    for name in only_generator - needed_elsewhere:
+        node = by_name[name]
+        first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+        lines.update(range(first, node.end_lineno + 1))
+    return lines
+
+
 def changed_lines(original: str, mutated: str) -> tuple[int, str]:
     """Where a mutant differs: the first changed line of ``original`` (1-based) and the mutated line(s), stripped
     and joined by " / " ("(line removed)" when the mutant only removes). mutmut's own line number is the line its
@@ -160,10 +209,11 @@ def changed_lines(original: str, mutated: str) -> tuple[int, str]:
 
 
 def generate_mutants(rel: str, source: str) -> list[Mutant]:
-    """Every mutant mutmut makes of ``source`` outside its raise statements, in line order."""
+    """Every mutant mutmut makes of ``source`` outside its raise statements and a benchmark unit's fixture
+    generator (:func:`fixture_lines`), in line order."""
     from mutmut import Context, list_mutations, mutate
 
-    excluded = raise_lines(source)
+    excluded = raise_lines(source) | fixture_lines(source)
     lines = source.splitlines()
     mutants = []
     for mutation_id in list_mutations(Context(source=source, filename=rel)):
@@ -383,8 +433,8 @@ def engine_source() -> str:
     change no recorded result): which mutants, which tests, how a run is read; and the fork server."""
     import inspect
 
-    parts = [generate_mutants, raise_lines, changed_lines, statement_heads, import_time_statements, Reach,
-             test_files, Worker.run_mutant, without_parameters, classify]
+    parts = [generate_mutants, raise_lines, _top_level_names, fixture_lines, changed_lines, statement_heads,
+             import_time_statements, Reach, test_files, Worker.run_mutant, without_parameters, classify]
     return "\n".join([*(inspect.getsource(part) for part in parts), repr((PYTEST, UNIT_TIERS)),
                       SERVER.read_text(encoding="utf-8") if SERVER.exists() else ""])
 
@@ -554,7 +604,8 @@ def run_target(target: Target, workers: list[Worker], reach: Reach, durations: d
         counts["equivalent" if reason else ("not_reached" if state == "not reached" else "survived")] += 1
         not_killed.append({"line_number": mutant.line_number, "line": mutant.line, "mutant": mutant.mutant,
                            "state": final, "reason": reason})
-    return {"module": target.module, "what": target.what, "scope": "all but raise statements",
+    scope = "all but raise statements" + (" and the fixture generator" if fixture_lines(source) else "")
+    return {"module": target.module, "what": target.what, "scope": scope,
             "mutants": len(mutants), **counts, "tests_reaching": len(set().union(*[t for t in reached_by.values()
                                                                                   if t])),
             "test_files": files, "fingerprint": print_,
@@ -740,7 +791,8 @@ def table(results: dict) -> str:
         met = "met" if judged == 0 or killed >= goal(target.module) * judged else "not met"
         current = record.get("fingerprint") == fingerprint(target.module, record.get("test_files", []))
         added = tests_added_since(record.get("commit", ""))
-        rows.append(f"| `{target.module}` | {target.what} | {record['tests_reaching']} | {record['mutants']} | "
+        what = target.what + ("; its fixture generator out of scope" if "fixture" in record.get("scope", "") else "")
+        rows.append(f"| `{target.module}` | {what} | {record['tests_reaching']} | {record['mutants']} | "
                     f"{killed} ({record['timeout']}) | {equivalent} | {len(open_)} ({unreached}) | "
                     f"{score(killed, record['mutants'], equivalent)} | {goal(target.module):.0%} {met} | "
                     f"{record['seconds']:.0f} | {record.get('commit', '?')}{freshness(current, added)} |")

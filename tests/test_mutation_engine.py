@@ -311,3 +311,29 @@ def test_nothing_in_the_package_evaluates_an_annotation(engine):
         assert not [word for word in readers if word in text], path
     for module in engine.BY_MODULE:
         assert engine.annotation_only(module, "x: int | None = None", "x: int & None = None"), module
+
+
+def test_a_units_fixture_generator_is_out_of_scope_and_what_the_parsers_share_is_not(engine):
+    source = textwrap.dedent('''\
+        SIZES = {"a": 3}
+        LABELS = (0, 1)
+
+
+        def parse(line):
+            return int(line) in LABELS
+
+
+        def _rows(rng):
+            return [str(rng) for _ in range(SIZES["a"])] + [str(l) for l in LABELS]
+
+
+        def write_fixture(out_dir):
+            return _rows(1)
+
+
+        BENCHMARK = Benchmark(name="toy", layouts={"toy": Layout("x", parse)}, fixture=write_fixture)
+        ''')
+    assert engine.fixture_lines(source) == {1, 9, 10, 13, 14}       # SIZES, _rows, write_fixture; LABELS stays
+    assert engine.fixture_lines(source.replace(", fixture=write_fixture", "")) == set()
+    mutated_lines = {m.line_number for m in engine.generate_mutants("toy.py", source)}
+    assert not mutated_lines & {1, 9, 10, 13, 14} and {2, 6} <= mutated_lines
