@@ -133,3 +133,88 @@ def test_every_rendering_equals_its_reviewed_file(rendered):
     for name, text in rendered.items():
         want = (GOLDEN / name).read_text(encoding="utf-8")
         assert text == want, f"{name} differs from tests/golden/render/{name} (regenerate and review if intended)"
+
+
+def _mini_spec() -> dict:
+    """A made-up table that meets what the paper tables do not: notes, an ungrouped row before the groups, a
+    "|" in labels, two suites (each subsampled), two stand-ins, two synthetic sources, two training precisions,
+    a mean table without a selection metric (its best-of-N falls back to each cell's maximum)."""
+    from sentrepro.planning.table_specs import validate_spec
+
+    spec = {"name": "golden_mini", "paper": "ConPVP", "title": "A mini | table", "reported": "conpvp_table3",
+            "statistic": "mean", "suite": "sts", "notes": ["First note.", "Second note, with <html> & a | pipe."],
+            "columns": [{"key": "STS12", "label": "STS12"},
+                        {"key": "MR", "label": "MR", "suite": "transfer", "reported_column": None}],
+            "rows": [{"label": "SimCSE | bert", "backbone": "bert-base", "method": "simcse",
+                      "reported": "bert-base/SimCSE"},
+                     {"group": "RoBERTa", "label": "RoBERTa SimCSE", "backbone": "roberta-base", "method": "simcse",
+                      "reported": "roberta-base/SimCSE"},
+                     {"group": "RoBERTa", "label": "RoBERTa PromptBERT", "backbone": "roberta-base",
+                      "method": "promptbert", "reported": "roberta-base/PromptBERT"},
+                     {"group": "BERT-large", "label": "BERT-large SimCSE", "backbone": "bert-large",
+                      "method": "simcse", "reported": "bert-large/SimCSE"}]}
+    return validate_spec(spec, Path("golden_mini.yaml"))
+
+
+def _mini_experiment(root: Path) -> list[Path]:
+    files = []
+    manifests = {}
+    for name in ("syn-b", "syn-a"):
+        manifests[name] = root / "data" / name / "MANIFEST.json"
+        manifests[name].parent.mkdir(parents=True)
+        manifests[name].write_text(json.dumps({"synthetic": True, "name": name}), encoding="utf-8")
+    trains = {}
+    for method, used in (("simcse", "bf16"), ("promptbert", "fp32"), ("simcse-a", "fp32")):
+        trains[method] = root / "runs" / method / "train.json"
+        trains[method].parent.mkdir(parents=True)
+        trains[method].write_text(json.dumps({"precision": {"used": used, "authors": "fp16"}}), encoding="utf-8")
+
+    def write(backbone, method, seed, suite, values, inputs, subset=None):
+        path = root / "metrics" / backbone / method / f"seed{seed}" / f"{suite}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        payload = {"suite": suite, "results": {k: {"reported": v} for k, v in values.items()},
+                   "provenance": {"config": {"run": {"backbone": backbone, "method": method, "seed": seed}},
+                                  "inputs": [{"path": str(p), "role": r} for p, r in inputs]}}
+        if subset:
+            payload["subset"] = {"applied": True, "max_samples": subset}
+        path.write_text(json.dumps(payload, sort_keys=True), encoding="utf-8")
+        files.append(path)
+
+    for seed, base in ((1, 60.0), (2, 63.0), (3, 61.5)):
+        write("tiny-a", "simcse", seed, "sts", {"STS12": base}, [(manifests["syn-a"], "dataset"),
+                                                                 (trains["simcse-a"], "training summary")], 50)
+        write("tiny-a", "simcse", seed, "transfer", {"MR": base + 10}, [(manifests["syn-b"], "dataset")], 30)
+    write("tiny-b", "simcse", 1, "sts", {"STS12": 58.25}, [(trains["simcse"], "training summary")])
+    write("tiny-b", "promptbert", 1, "sts", {"STS12": 59.5}, [(trains["promptbert"], "training summary")])
+    for seed, value in ((1, 69.5), (2, 71.25)):              # the paper's backbone itself: a Δ in both tables
+        write("bert-large", "simcse", seed, "sts", {"STS12": value}, [])
+    return files
+
+
+def test_every_rendering_of_a_table_the_papers_do_not_have_equals_its_reviewed_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    files = _mini_experiment(Path("."))
+    backbones = {"tiny-a": {"stands_in_for": "bert-base"}, "tiny-b": {"stands_in_for": "roberta-base"},
+                 "bert-large": {"stands_in_for": "bert-large"}}
+    spec = _mini_spec()
+    rendered = {}
+    one_seed = [f for f in files if "tiny-b" in str(f)]       # every cell one seed: no second table
+    for name, metrics in (("golden_mini", files), ("golden_mini_no_runs", []), ("golden_mini_one_seed", one_seed)):
+        result = build_table(spec, metrics, backbones)
+        for path in write_outputs(result, Path("tables") / name, "golden", DESCRIPTION):
+            rendered[path.name] = _normalised(path.read_text(encoding="utf-8"))
+    if os.environ.get("SENTREPRO_UPDATE_GOLDEN"):
+        for name, text in rendered.items():
+            (GOLDEN / name).write_text(text, encoding="utf-8")
+    for name, text in rendered.items():
+        assert text == (GOLDEN / name).read_text(encoding="utf-8"), f"{name} differs from tests/golden/render/{name}"
+
+
+def test_latex_escapes_every_character_it_knows():
+    from sentrepro.tables.render import latex_escape
+
+    assert latex_escape("a\\b&c%d$e#f_g{h}i~j^k") == (
+        r"a\textbackslash{}b\&c\%d\$e\#f\_g\{h\}i\textasciitilde{}j\textasciicircum{}k")
+    assert latex_escape("†‡♡♣±Δ–−×“”`·≤") == (
+        r"\dag{}\ddag{}$^\heartsuit$$^\clubsuit$$\pm$$\Delta$--$-$$\times$``''$\cdot$$\le$")
+    assert latex_escape("plain text 1.0") == "plain text 1.0"
