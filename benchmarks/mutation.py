@@ -147,6 +147,55 @@ def raise_lines(source: str) -> set[int]:
     return lines
 
 
+def _top_level_names(node: ast.stmt) -> list[str]:
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) \
+        else []
+    return [t.id for t in targets if isinstance(t, ast.Name)]
+
+
+def fixture_lines(source: str) -> set[int]:
+    """Lines (1-based) of a benchmark unit's fixture generator: the function its ``BENCHMARK`` names as
+    ``fixture=`` and every top-level name that only it needs (derived from the names each top-level statement
+    reads, transitively). Out of scope: it writes a synthetic stand-in in the upstream format, which the tests
+    parse back with the unit's own parsers and count (tests/test_fixtures.py); no number set against a paper's
+    comes from it (a synthetic cell is labelled and never compared)."""
+    body = ast.parse(source).body
+    by_name = {name: node for node in body for name in _top_level_names(node)}
+    generator = None
+    for node in body:
+        if "BENCHMARK" in _top_level_names(node) and isinstance(node.value, ast.Call):
+            generator = next((k.value.id for k in node.value.keywords
+                              if k.arg == "fixture" and isinstance(k.value, ast.Name)), None)
+    if generator is None:
+        return set()
+
+    def reads(node: ast.stmt) -> set[str]:
+        skip = set()
+        if "BENCHMARK" in _top_level_names(node):  # the unit itself names its fixture: not a use of it
+            skip = {id(k.value) for k in node.value.keywords if k.arg == "fixture"}
+        return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and id(n) not in skip} & set(by_name)
+
+    def closure(roots: set[str]) -> set[str]:
+        found, todo = set(), list(roots)
+        while todo:
+            name = todo.pop()
+            if name not in found:
+                found.add(name)
+                todo.extend(reads(by_name[name]) - found)
+        return found
+
+    only_generator = closure({generator})
+    needed_elsewhere = closure({name for name in by_name if name not in only_generator})
+    lines: set[int] = set()
+    for name in only_generator - needed_elsewhere:
+        node = by_name[name]
+        first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+        lines.update(range(first, node.end_lineno + 1))
+    return lines
+
+
 def changed_lines(original: str, mutated: str) -> tuple[int, str]:
     """Where a mutant differs: the first changed line of ``original`` (1-based) and the mutated line(s), stripped
     and joined by " / " ("(line removed)" when the mutant only removes). mutmut's own line number is the line its
@@ -160,10 +209,11 @@ def changed_lines(original: str, mutated: str) -> tuple[int, str]:
 
 
 def generate_mutants(rel: str, source: str) -> list[Mutant]:
-    """Every mutant mutmut makes of ``source`` outside its raise statements, in line order."""
+    """Every mutant mutmut makes of ``source`` outside its raise statements and a benchmark unit's fixture
+    generator (:func:`fixture_lines`), in line order."""
     from mutmut import Context, list_mutations, mutate
 
-    excluded = raise_lines(source)
+    excluded = raise_lines(source) | fixture_lines(source)
     lines = source.splitlines()
     mutants = []
     for mutation_id in list_mutations(Context(source=source, filename=rel)):
@@ -226,27 +276,34 @@ class Reach:
     missing: set[int]  # statements no test ran
     heads: dict[int, int]
     on_import: set[int] = field(default_factory=set)  # statements run when the module is imported
+    file_tests: dict[str, set[str]] = field(default_factory=dict)  # test file -> every test of it the pass ran
 
+    def users(self) -> set[str]:
+        """The tests that use the module: those that run any line of it, and every other test of their files. A
+        test may read the module's constants through another module and run none of its lines (a registry's
+        table of every unit's class counts), while a test beside it in the same file parses with them."""
+        direct = set().union(*self.by_line.values()) - {""}
+        return direct.union(*(self.file_tests.get(name, set()) for name in test_files(direct)))
 
     def tests_for(self, line_number: int) -> set[str] | None:
         """The tests that reach ``line_number``; None when no test does. A line run only outside the tests (a
-        ``def`` or a constant, on import) is reached by every test that reaches the module."""
+        ``def`` or a constant, on import) is reached by every test that uses the module (:meth:`users`)."""
         head = self.heads.get(line_number, line_number)
         if head in self.missing:
             return None
         if head in self.on_import:  # whichever test imported the module first, every test using it sees the line
-            return set().union(*self.by_line.values()) - {""} or None
+            return self.users() or None
         tests = self.by_line.get(head, set()) - {""}
         if tests:
             return tests
         if "" in self.by_line.get(head, set()) or head not in self.by_line:
-            everything = set().union(*self.by_line.values()) - {""}
-            return everything or None
+            return self.users() or None
         return None
 
 
-def coverage_reach(data_file: Path, copy_root: Path, modules: list[str]) -> dict[str, Reach]:
-    """Per module, its :class:`Reach` from the coverage data of one or more workers' passes (combined)."""
+def coverage_reach(data_file: Path, copy_root: Path, modules: list[str], ran=()) -> dict[str, Reach]:
+    """Per module, its :class:`Reach` from the coverage data of one or more workers' passes (combined); ``ran``:
+    the ids of every test the pass ran (a module's users include the other tests of their files)."""
     import coverage
 
     cov = coverage.Coverage(data_file=str(data_file))
@@ -254,6 +311,9 @@ def coverage_reach(data_file: Path, copy_root: Path, modules: list[str]) -> dict
     cov.load()
     data = cov.get_data()
     measured = {Path(name).resolve(): name for name in data.measured_files()}
+    file_tests: dict[str, set[str]] = {}
+    for test in ran:
+        file_tests.setdefault(test.split("::")[0], set()).add(test)
     reach = {}
     for module in modules:
         path = (copy_root / PACKAGE / module).resolve()
@@ -265,7 +325,8 @@ def coverage_reach(data_file: Path, copy_root: Path, modules: list[str]) -> dict
             continue
         _, statements, _, missing, _ = cov.analysis2(name)
         by_line = {line: set(contexts) for line, contexts in (data.contexts_by_lineno(name) or {}).items()}
-        reach[module] = Reach(by_line, set(missing), statement_heads(source), import_time_statements(source))
+        reach[module] = Reach(by_line, set(missing), statement_heads(source), import_time_statements(source),
+                              file_tests)
     return reach
 
 
@@ -372,8 +433,8 @@ def engine_source() -> str:
     change no recorded result): which mutants, which tests, how a run is read; and the fork server."""
     import inspect
 
-    parts = [generate_mutants, raise_lines, changed_lines, statement_heads, import_time_statements, Reach,
-             Worker.run_mutant, without_parameters, classify]
+    parts = [generate_mutants, raise_lines, _top_level_names, fixture_lines, changed_lines, statement_heads,
+             import_time_statements, Reach, test_files, Worker.run_mutant, without_parameters, classify]
     return "\n".join([*(inspect.getsource(part) for part in parts), repr((PYTEST, UNIT_TIERS)),
                       SERVER.read_text(encoding="utf-8") if SERVER.exists() else ""])
 
@@ -428,7 +489,7 @@ def coverage_pass(workers: list[Worker], modules: list[str], scratch: Path,
     for k in busy:
         if k:
             rewrite_paths(Path(f"{data_file}.{k}"), workers[k].root, workers[0].root)
-    return coverage_reach(data_file, workers[0].root, modules), durations
+    return coverage_reach(data_file, workers[0].root, modules, durations), durations
 
 
 def rewrite_paths(data_path: Path, old_root: Path, new_root: Path) -> None:
@@ -538,12 +599,13 @@ def run_target(target: Target, workers: list[Worker], reach: Reach, durations: d
         if state in ("killed", "timeout"):
             counts[state] += 1
             continue
-        reason = known.get((target.module, mutant.line, mutant.mutant))
+        reason = equivalence(known, target.module, mutant.line, mutant.mutant)
         final = "equivalent" if reason else state
         counts["equivalent" if reason else ("not_reached" if state == "not reached" else "survived")] += 1
         not_killed.append({"line_number": mutant.line_number, "line": mutant.line, "mutant": mutant.mutant,
                            "state": final, "reason": reason})
-    return {"module": target.module, "what": target.what, "scope": "all but raise statements",
+    scope = "all but raise statements" + (" and the fixture generator" if fixture_lines(source) else "")
+    return {"module": target.module, "what": target.what, "scope": scope,
             "mutants": len(mutants), **counts, "tests_reaching": len(set().union(*[t for t in reached_by.values()
                                                                                   if t])),
             "test_files": files, "fingerprint": print_,
@@ -568,12 +630,21 @@ def check_unmutated(worker: Worker, module: str, tests: set[str], durations: dic
 
 
 def equivalents() -> dict[tuple[str, str, str], str]:
-    """(module, original line, mutated line) -> reason, from benchmarks/mutation_equivalent.yaml."""
+    """(module, original line, mutated line) -> reason, from benchmarks/mutation_equivalent.yaml; a rule entry
+    (``rule:`` naming one of RULES, with its reason) is keyed ("*", rule, "*")."""
     if not EQUIVALENT.exists():
         return {}
     entries = yaml.safe_load(EQUIVALENT.read_text(encoding="utf-8")) or []
     table = {}
     for number, entry in enumerate(entries):
+        if "rule" in entry:
+            if entry["rule"] not in RULES:
+                raise SystemExit(f"{EQUIVALENT}: entry {number} names rule {entry['rule']!r}; the engine's rules "
+                                 f"are {', '.join(sorted(RULES))}")
+            if not str(entry.get("reason", "")).strip():
+                raise SystemExit(f"{EQUIVALENT}: entry {number} (rule {entry['rule']}) gives no reason")
+            table[("*", entry["rule"], "*")] = entry["reason"]
+            continue
         missing = {"module", "line", "mutant", "reason"} - set(entry)
         if missing:
             raise SystemExit(f"{EQUIVALENT}: entry {number} lacks {', '.join(sorted(missing))}")
@@ -581,6 +652,64 @@ def equivalents() -> dict[tuple[str, str, str], str]:
             raise SystemExit(f"{EQUIVALENT}: entry {number} ({entry['module']}) gives no reason")
         table[(entry["module"], entry["line"].strip(), entry["mutant"].strip())] = entry["reason"]
     return table
+
+
+def equivalence(known: dict[tuple[str, str, str], str], module: str, line: str, mutant: str) -> str | None:
+    """Why a surviving mutant of ``module`` is equivalent: its own entry's reason, or that of a rule of the
+    equivalents file that holds for it; None when neither does."""
+    reason = known.get((module, line, mutant))
+    if reason:
+        return reason
+    for (kind, rule, _), text in known.items():
+        if kind == "*" and RULES[rule](module, line, mutant):
+            return f"{rule}: {text}"
+    return None
+
+
+_NOT_A_PLAIN_ANNOTATION = ("ClassVar", "InitVar", "KW_ONLY")
+
+
+def _statements(text: str) -> list[ast.AST] | None:
+    """``text`` (one stripped source line, its comment allowed) parsed as it stands, as a header given a body, or
+    as a parameter of a ``def``; None when none of these parses."""
+    for wrapped in (text, text + " ...", f"def _({text.rstrip(',')}): ..."):
+        try:
+            return ast.parse(wrapped).body
+        except SyntaxError:
+            continue
+    return None
+
+
+def _without_annotations(body: list[ast.AST]) -> str | None:
+    """The dump of ``body`` with every annotation blanked; None when an annotation is one dataclasses read
+    (ClassVar, InitVar, KW_ONLY) rather than keep as text."""
+    for node in ast.walk(ast.Module(body=body, type_ignores=[])):
+        for name in ("annotation", "returns"):
+            value = getattr(node, name, None)
+            if value is None:
+                continue
+            if any(word in ast.unparse(value) for word in _NOT_A_PLAIN_ANNOTATION):
+                return None
+            setattr(node, name, ast.Constant(None) if isinstance(node, ast.AnnAssign) else None)
+    return ast.dump(ast.Module(body=body, type_ignores=[]))
+
+
+def annotation_only(module: str, line: str, mutant: str) -> bool:
+    """Does ``mutant`` change nothing but annotations of a module that keeps them as text? Under ``from __future__
+    import annotations`` (PEP 563) an annotation is a string that runs only if something evaluates it, and nothing
+    in sentrepro does (tests/test_mutation_engine.py checks the package for it)."""
+    source = (ROOT / PACKAGE / module).read_text(encoding="utf-8")
+    if not any(isinstance(node, ast.ImportFrom) and node.module == "__future__" and
+               any(alias.name == "annotations" for alias in node.names) for node in ast.parse(source).body):
+        return False
+    before, after = _statements(line), _statements(mutant)
+    if before is None or after is None:
+        return False
+    stripped = _without_annotations(before), _without_annotations(after)
+    return None not in stripped and stripped[0] == stripped[1]
+
+
+RULES = {"annotation only": annotation_only}
 
 
 def load_results() -> dict:
@@ -653,8 +782,8 @@ def table(results: dict) -> str:
         if record is None or "not_reached" not in record:
             rows.append(f"| `{target.module}` | {target.what} | not run | | | | | | | | |")
             continue
-        equivalent = sum((target.module, m["line"], m["mutant"]) in known for m in record["not_killed"])
-        open_ = [m for m in record["not_killed"] if (target.module, m["line"], m["mutant"]) not in known]
+        open_ = [m for m in record["not_killed"] if not equivalence(known, target.module, m["line"], m["mutant"])]
+        equivalent = len(record["not_killed"]) - len(open_)
         unreached = sum(m["state"] == "not reached" for m in open_)
         killed = record["killed"] + record["timeout"]
         total_seconds += record["seconds"]
@@ -662,7 +791,8 @@ def table(results: dict) -> str:
         met = "met" if judged == 0 or killed >= goal(target.module) * judged else "not met"
         current = record.get("fingerprint") == fingerprint(target.module, record.get("test_files", []))
         added = tests_added_since(record.get("commit", ""))
-        rows.append(f"| `{target.module}` | {target.what} | {record['tests_reaching']} | {record['mutants']} | "
+        what = target.what + ("; its fixture generator out of scope" if "fixture" in record.get("scope", "") else "")
+        rows.append(f"| `{target.module}` | {what} | {record['tests_reaching']} | {record['mutants']} | "
                     f"{killed} ({record['timeout']}) | {equivalent} | {len(open_)} ({unreached}) | "
                     f"{score(killed, record['mutants'], equivalent)} | {goal(target.module):.0%} {met} | "
                     f"{record['seconds']:.0f} | {record.get('commit', '?')}{freshness(current, added)} |")

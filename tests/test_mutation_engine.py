@@ -122,6 +122,9 @@ def test_an_equivalent_without_a_reason_is_refused(engine, tmp_path, monkeypatch
 def test_every_equivalent_listed_names_a_target_and_a_line_of_it(engine):
     """An entry whose line is gone from its module can no longer be checked by a reviewer: it must go."""
     for (module, line, _), _reason in engine.equivalents().items():
+        if module == "*":
+            assert line in engine.RULES
+            continue
         assert module in engine.BY_MODULE, module
         source = (engine.ROOT / engine.PACKAGE / module).read_text(encoding="utf-8")
         assert line in {text.strip() for text in source.splitlines()}, (module, line)
@@ -254,3 +257,83 @@ def test_a_line_run_on_import_reaches_every_test_even_when_one_test_imported_the
     reach = engine.Reach(by_line, set(), heads, engine.import_time_statements(source))
     assert reach.tests_for(2) == {"t.py::lazy", "t.py::a", "t.py::b"}
     assert reach.tests_for(6) == {"t.py::a", "t.py::lazy"}  # a function's body: the tests that ran it
+
+
+def test_a_line_run_on_import_reaches_the_other_tests_of_the_files_that_use_the_module(engine):
+    """A test may read a module's constants through a registry and run none of its lines (data/benchmarks'
+    expected_classes() over every unit's CLASSES); a test beside it that parses with the module makes it a user."""
+    source = "CLASSES = {'MR': 2}\n\n\ndef parse(x):\n    return x\n"
+    heads = engine.statement_heads(source)
+    ran = ["tests/test_p.py::test_parse", "tests/test_p.py::test_classes", "tests/test_q.py::test_other"]
+    reach = engine.Reach(
+        {5: {"tests/test_p.py::test_parse"}}, set(), heads, engine.import_time_statements(source),
+        {"tests/test_p.py": set(ran[:2]), "tests/test_q.py": {ran[2]}})
+    assert reach.tests_for(1) == {"tests/test_p.py::test_parse", "tests/test_p.py::test_classes"}
+    assert reach.tests_for(5) == {"tests/test_p.py::test_parse"}      # a function's body: the test that ran it
+    assert reach.users() == set(ran[:2])
+
+
+def test_a_mutant_of_nothing_but_an_annotation_is_equivalent_only_where_annotations_stay_text(engine, tmp_path,
+                                                                                               monkeypatch):
+    package = tmp_path / "src" / "sentrepro"
+    package.mkdir(parents=True)
+    (package / "lazy.py").write_text("from __future__ import annotations\n", encoding="utf-8")
+    (package / "eager.py").write_text("import os\n", encoding="utf-8")
+    monkeypatch.setattr(engine, "ROOT", tmp_path)
+    only = engine.annotation_only
+    assert only("lazy.py", "kind: str | None = None   # a comment", "kind: str & None = None   # a comment")
+    assert only("lazy.py", "def f(a: int | None, b=2) -> str | None:", "def f(a: int & None, b=2) -> str | None:")
+    assert only("lazy.py", "def f(a, b=2) -> str | None:", "def f(a, b=2) -> str & None:")
+    assert only("lazy.py", "value: float | None = None,", "value: float & None = None,")  # a parameter of a def
+    assert not only("lazy.py", "kind: str | None = None", "kind: str | None = ''")  # the default runs
+    assert not only("lazy.py", "def f(a: int | None, b=2):", "def f(a: int | None, b=3):")
+    assert not only("lazy.py", "seen: ClassVar[int | None] = 0", "seen: ClassVar[int & None] = 0")
+    assert not only("lazy.py", "kind: str | None = None", "(line removed)")
+    assert not only("eager.py", "kind: str | None = None", "kind: str & None = None")  # evaluated on import
+    listed = tmp_path / "equivalent.yaml"
+    listed.write_text("- {rule: annotation only, reason: kept as text}\n", encoding="utf-8")
+    monkeypatch.setattr(engine, "EQUIVALENT", listed)
+    known = engine.equivalents()
+    assert engine.equivalence(known, "lazy.py", "kind: str | None = None", "kind: str & None = None") == \
+        "annotation only: kept as text"
+    assert engine.equivalence(known, "lazy.py", "kind: str | None = None", "kind: str | None = 1") is None
+    listed.write_text("- {rule: no such rule, reason: x}\n", encoding="utf-8")
+    with pytest.raises(SystemExit, match="names rule 'no such rule'"):
+        engine.equivalents()
+
+
+def test_nothing_in_the_package_evaluates_an_annotation(engine):
+    """The premise of the "annotation only" rule: no target module evaluates its annotations, and nothing in the
+    package reads them."""
+    readers = ("get_type_hints", "get_annotations", "__annotations__", "eval_type")
+    for path in sorted((engine.ROOT / engine.PACKAGE).rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        assert not [word for word in readers if word in text], path
+    for module in engine.BY_MODULE:
+        assert engine.annotation_only(module, "x: int | None = None", "x: int & None = None"), module
+
+
+def test_a_units_fixture_generator_is_out_of_scope_and_what_the_parsers_share_is_not(engine):
+    source = textwrap.dedent('''\
+        SIZES = {"a": 3}
+        LABELS = (0, 1)
+
+
+        def parse(line):
+            return int(line) in LABELS
+
+
+        def _rows(rng):
+            return [str(rng) for _ in range(SIZES["a"])] + [str(l) for l in LABELS]
+
+
+        def write_fixture(out_dir):
+            return _rows(1)
+
+
+        BENCHMARK = Benchmark(name="toy", layouts={"toy": Layout("x", parse)}, fixture=write_fixture)
+        ''')
+    assert engine.fixture_lines(source) == {1, 9, 10, 13, 14}       # SIZES, _rows, write_fixture; LABELS stays
+    assert engine.fixture_lines(source.replace(", fixture=write_fixture", "")) == set()
+    mutated_lines = {m.line_number for m in engine.generate_mutants("toy.py", source)}
+    assert not mutated_lines & {1, 9, 10, 13, 14} and {2, 6} <= mutated_lines

@@ -56,6 +56,9 @@ def test_documented_class_counts():
 def test_summaries_of_the_real_files_match_documented_classes(shared_data):
     found = transfer_summaries(shared_data / "senteval", True)
     assert {task: entry["classes"] for task, entry in found.items()} == DOCUMENTED_CLASSES
+    # what the data check holds each task's labels to: the transfer unit's own table, under its registry name
+    from sentrepro.data.benchmarks import benchmarks
+    assert benchmarks()["transfer"].classes == DOCUMENTED_CLASSES
     assert {task: entry["family"] for task, entry in found.items()} == {task: "transfer" for task in DOCUMENTED_CLASSES}
     for task in ("MR", "CR", "SUBJ", "MPQA"):
         parts = found[task]["parts"]
