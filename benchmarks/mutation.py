@@ -147,6 +147,22 @@ def raise_lines(source: str) -> set[int]:
     return lines
 
 
+LOG_METHODS = {"debug", "info", "warning", "error", "exception", "critical", "log"}
+LOGGERS = {"LOG", "LOGGER", "log", "logger", "logging"}
+
+
+def log_lines(source: str) -> set[int]:
+    """Lines (1-based) of the statements that only log (``LOG.info(...)`` and the like): out of scope, as raise
+    statements are (a message's wording decides no number; what is logged is never read back)."""
+    lines: set[int] = set()
+    for node in ast.walk(ast.parse(source)):
+        call = node.value if isinstance(node, ast.Expr) else None
+        if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr in LOG_METHODS
+                and isinstance(call.func.value, ast.Name) and call.func.value.id in LOGGERS):
+            lines.update(range(node.lineno, node.end_lineno + 1))
+    return lines
+
+
 def _top_level_names(node: ast.stmt) -> list[str]:
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return [node.name]
@@ -209,11 +225,11 @@ def changed_lines(original: str, mutated: str) -> tuple[int, str]:
 
 
 def generate_mutants(rel: str, source: str) -> list[Mutant]:
-    """Every mutant mutmut makes of ``source`` outside its raise statements and a benchmark unit's fixture
-    generator (:func:`fixture_lines`), in line order."""
+    """Every mutant mutmut makes of ``source`` outside its raise statements, its log calls and a benchmark unit's
+    fixture generator (:func:`fixture_lines`), in line order."""
     from mutmut import Context, list_mutations, mutate
 
-    excluded = raise_lines(source) | fixture_lines(source)
+    excluded = raise_lines(source) | log_lines(source) | fixture_lines(source)
     lines = source.splitlines()
     mutants = []
     for mutation_id in list_mutations(Context(source=source, filename=rel)):
@@ -433,8 +449,9 @@ def engine_source() -> str:
     change no recorded result): which mutants, which tests, how a run is read; and the fork server."""
     import inspect
 
-    parts = [generate_mutants, raise_lines, _top_level_names, fixture_lines, changed_lines, statement_heads,
-             import_time_statements, Reach, test_files, Worker.run_mutant, without_parameters, classify]
+    parts = [generate_mutants, raise_lines, log_lines, _top_level_names, fixture_lines, changed_lines,
+             statement_heads, import_time_statements, Reach, test_files, Worker.run_mutant, without_parameters,
+             classify]
     return "\n".join([*(inspect.getsource(part) for part in parts), repr((PYTEST, UNIT_TIERS)),
                       SERVER.read_text(encoding="utf-8") if SERVER.exists() else ""])
 
@@ -604,7 +621,7 @@ def run_target(target: Target, workers: list[Worker], reach: Reach, durations: d
         counts["equivalent" if reason else ("not_reached" if state == "not reached" else "survived")] += 1
         not_killed.append({"line_number": mutant.line_number, "line": mutant.line, "mutant": mutant.mutant,
                            "state": final, "reason": reason})
-    scope = "all but raise statements" + (" and the fixture generator" if fixture_lines(source) else "")
+    scope = "all but raise statements, log calls" + (" and the fixture generator" if fixture_lines(source) else "")
     return {"module": target.module, "what": target.what, "scope": scope,
             "mutants": len(mutants), **counts, "tests_reaching": len(set().union(*[t for t in reached_by.values()
                                                                                   if t])),

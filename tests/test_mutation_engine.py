@@ -337,3 +337,21 @@ def test_a_units_fixture_generator_is_out_of_scope_and_what_the_parsers_share_is
     assert engine.fixture_lines(source.replace(", fixture=write_fixture", "")) == set()
     mutated_lines = {m.line_number for m in engine.generate_mutants("toy.py", source)}
     assert not mutated_lines & {1, 9, 10, 13, 14} and {2, 6} <= mutated_lines
+
+
+def test_a_statement_that_only_logs_is_out_of_scope(engine):
+    source = textwrap.dedent('''\
+        import logging
+        LOG = logging.getLogger(__name__)
+
+
+        def fetch(url, n):
+            LOG.info("fetching %s (%d bytes)",
+                     url, n + 1)
+            total = n + 1
+            LOG.warning("done")
+            return total
+        ''')
+    assert engine.log_lines(source) == {6, 7, 9}
+    lines = {m.line_number for m in engine.generate_mutants("f.py", source)}
+    assert not lines & {6, 7, 9} and 8 in lines
