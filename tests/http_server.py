@@ -29,6 +29,7 @@ class ServerPlan:
     not_found_headers: dict[str, str] = field(default_factory=dict)  # sent with every 404 (e.g. the Hub's X-Error-Code)
     requests: list[tuple[str, str | None]] = field(default_factory=list)  # (path, Range header)
     if_range: list[str | None] = field(default_factory=list)  # the If-Range header of each request
+    headers: list[dict[str, str]] = field(default_factory=list)  # every header of each request
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -44,6 +45,7 @@ class PlannedHandler(BaseHTTPRequestHandler):
         with plan.lock:
             plan.requests.append((self.path, range_header))
             plan.if_range.append(self.headers.get("If-Range"))
+            plan.headers.append(dict(self.headers.items()))
             if plan.fail_503.get(self.path, 0) > 0:
                 plan.fail_503[self.path] -= 1
                 self._send_status_only(503)
