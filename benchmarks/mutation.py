@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import ast
 import difflib
+import functools
 import hashlib
 import json
 import os
@@ -711,13 +712,20 @@ def _without_annotations(body: list[ast.AST]) -> str | None:
     return ast.dump(ast.Module(body=body, type_ignores=[]))
 
 
+@functools.lru_cache(maxsize=None)
+def _annotations_stay_text(path: Path) -> bool:
+    """Whether the module at ``path`` starts with ``from __future__ import annotations`` (read once per table,
+    not once per survivor)."""
+    return any(isinstance(node, ast.ImportFrom) and node.module == "__future__" and
+               any(alias.name == "annotations" for alias in node.names)
+               for node in ast.parse(path.read_text(encoding="utf-8")).body)
+
+
 def annotation_only(module: str, line: str, mutant: str) -> bool:
     """Does ``mutant`` change nothing but annotations of a module that keeps them as text? Under ``from __future__
     import annotations`` (PEP 563) an annotation is a string that runs only if something evaluates it, and nothing
     in sentrepro does (tests/test_mutation_engine.py checks the package for it)."""
-    source = (ROOT / PACKAGE / module).read_text(encoding="utf-8")
-    if not any(isinstance(node, ast.ImportFrom) and node.module == "__future__" and
-               any(alias.name == "annotations" for alias in node.names) for node in ast.parse(source).body):
+    if not _annotations_stay_text(ROOT / PACKAGE / module):
         return False
     before, after = _statements(line), _statements(mutant)
     if before is None or after is None:
