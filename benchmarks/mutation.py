@@ -7,7 +7,9 @@ script runs them, which is what makes "every mutant" affordable:
 - **Only the tests that reach the mutated line.** One coverage pass (coverage.py, one context per test) runs the
   unit tiers (``-m "not slow and not slurm"``) over the targets and records which tests run each line. A mutant
   runs exactly those tests, fastest first, stopping at the first failure (``-x``). A mutant of a line run only on
-  import (a ``def``, a constant) runs every test that reaches the module. A mutant of a line no test runs is
+  import runs the tests its effect reaches where that can be followed (a ``def``'s signature: the tests that run
+  its body; a constant: the tests that run a line reading it, and the test files that name it), and otherwise
+  every test that uses the module (``import_time_reads``). A mutant of a line no test runs is
   *not reached*: a survivor, without a run (the workflow tests that reach it in a subprocess are out of this
   tier's reach, and the table says so).
 - **A warm fork server per worker** (``benchmarks/mutation_server.py``): torch, transformers and scikit-learn are
@@ -41,6 +43,7 @@ import hashlib
 import json
 import os
 import queue
+import re
 import shutil
 import subprocess
 import sys
@@ -268,6 +271,119 @@ def import_time_statements(source: str) -> set[int]:
     return lines
 
 
+@dataclass(frozen=True)
+class ImportReads:
+    """Where the effect of a line run on import goes: the names it binds, with every top-level name computed from
+    them on import (its closure), and the lines that read those names at run time, inside a function's body."""
+
+    names: frozenset[str]
+    lines: frozenset[int]
+
+
+def _loads(node: ast.AST) -> list[ast.Name]:
+    return [n for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
+
+
+def _function_parts(node: ast.AST) -> tuple[list[ast.AST], list[ast.AST]]:
+    """A statement's parts evaluated on import and those evaluated when a function of it is called: a ``def``'s
+    decorators and defaults run on import, its body when called; a class's body runs on import, its methods'
+    bodies when called; any other statement runs on import."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        defaults = [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]
+        return [*node.decorator_list, *defaults], list(node.body)
+    if isinstance(node, ast.ClassDef):
+        now, later = [*node.decorator_list, *node.bases, *node.keywords], []
+        for child in node.body:
+            child_now, child_later = _function_parts(child)
+            now.extend(child_now)
+            later.extend(child_later)
+        return now, later
+    return [node], []
+
+
+def _simple_binding(node: ast.stmt) -> list[str] | None:
+    """The names a top-level assignment binds when every target is a plain name (``A = ...``, ``A: T = ...``,
+    ``A += ...``); None for any other statement."""
+    if isinstance(node, ast.Assign):
+        targets = node.targets
+    elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+        targets = [node.target]
+    else:
+        return None
+    names = [t.id for t in targets if isinstance(t, ast.Name)]
+    return names if len(names) == len(targets) else None
+
+
+def import_time_reads(source: str) -> dict[int, ImportReads]:
+    """Line (1-based) -> :class:`ImportReads`, for the lines run on import whose effect can be followed:
+
+    - a ``def``'s signature (its defaults: what a call without the argument gets): the lines of its body;
+    - a top-level assignment to plain names: the names, closed over the top-level assignments computed from them
+      on import, and the lines in function bodies that read any of them.
+
+    A cached function (``functools.cache`` and the like) is not followed: coverage gives its body to the first
+    test that called it, while every later caller reads what that call returned.
+
+    A line whose effect cannot be followed is absent (its mutants reach every test that uses the module): a
+    decorator, a class body, any other top-level statement, or an assignment whose names feed one of those on
+    import (a ``BENCHMARK = Benchmark(classes=CLASSES)`` that a registry reads by name elsewhere is followed; a
+    ``register(CLASSES)`` call is not)."""
+    tree = ast.parse(source)
+    reads: dict[int, ImportReads] = {}
+    cached: set[int] = set()  # a cached function's body runs in the first test that calls it, not in the others
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                "cache" in ast.unparse(d) for d in node.decorator_list):
+            cached.update(range(node.lineno, node.end_lineno + 1))
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.body and node.lineno not in cached:
+            body_lines = frozenset(s.lineno for s in ast.walk(ast.Module(node.body, [])) if isinstance(s, ast.stmt))
+            for line in range(node.lineno, node.body[0].lineno):  # whoever calls it runs its body
+                reads[line] = ImportReads(frozenset(), body_lines)
+    body = tree.body
+    parts = {id(node): _function_parts(node) for node in body}
+
+    def followed(roots: set[str]) -> ImportReads | None:
+        names, lines, todo = set(), set(), list(roots)
+        while todo:
+            name = todo.pop()
+            if name in names:
+                continue
+            names.add(name)
+            for node in body:
+                now, later = parts[id(node)]
+                lines.update(n.lineno for part in later for n in _loads(part) if n.id == name)
+                if lines & cached:
+                    return None  # read by a cached function: its later callers are not traced
+                if not any(n.id == name for part in now for n in _loads(part)):
+                    continue
+                bound = _simple_binding(node)
+                if bound is not None:
+                    todo.extend(bound)
+                elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not any(
+                        n.id == name for d in node.decorator_list for n in _loads(d)):
+                    lines.update(s.lineno for s in ast.walk(ast.Module(node.body, [])) if isinstance(s, ast.stmt))
+                    if node.lineno in cached:
+                        return None
+                else:
+                    return None  # read on import by a statement whose effect is not followed
+        return ImportReads(frozenset(names), frozenset(lines))
+
+    for node in body:
+        bound = _simple_binding(node)
+        if bound and not any(name.startswith("__") for name in bound):
+            found = followed(set(bound))
+            if found is not None:
+                for line in range(node.lineno, node.end_lineno + 1):
+                    reads[line] = found
+    return reads
+
+
+def mentions(text: str, names) -> bool:
+    """Whether ``text`` holds any of ``names`` as a whole word (an import, an attribute, a string key)."""
+    return any(re.search(rf"\b{re.escape(name)}\b", text) for name in names)
+
+
 def statement_heads(source: str) -> dict[int, int]:
     """Line (1-based) -> the first line of the innermost statement holding it (for a compound statement, of its
     header: ``if a and\\n b:``'s two lines map to the ``if``). coverage.py records a statement by its first line."""
@@ -294,6 +410,7 @@ class Reach:
     heads: dict[int, int]
     on_import: set[int] = field(default_factory=set)  # statements run when the module is imported
     file_tests: dict[str, set[str]] = field(default_factory=dict)  # test file -> every test of it the pass ran
+    followed: dict[int, set[str]] = field(default_factory=dict)  # line run on import -> the tests its effect reaches
 
     def users(self) -> set[str]:
         """The tests that use the module: those that run any line of it, and every other test of their files. A
@@ -308,6 +425,8 @@ class Reach:
         head = self.heads.get(line_number, line_number)
         if head in self.missing:
             return None
+        if self.followed.get(line_number):  # see narrowed_reach
+            return self.followed[line_number]
         if head in self.on_import:  # whichever test imported the module first, every test using it sees the line
             return self.users() or None
         tests = self.by_line.get(head, set()) - {""}
@@ -316,6 +435,41 @@ class Reach:
         if "" in self.by_line.get(head, set()) or head not in self.by_line:
             return self.users() or None
         return None
+
+
+def narrowed_reach(reach: Reach, source: str, others: list[str], test_texts: dict[str, str]) -> dict[int, set[str]]:
+    """Line run on import -> the tests its effect reaches, where :func:`import_time_reads` can follow it: the tests
+    that run a line reading what it binds, and every test of the test files that name it. Not followed (absent:
+    every user of the module) where ``others`` (the checkout's other Python and rule files: the package, test
+    helpers, workflow scripts) name it, since their readers are not traced."""
+    followed: dict[int, set[str]] = {}
+    for line, found in import_time_reads(source).items():
+        if found.names and any(mentions(text, found.names) for text in others):
+            continue
+        tests = set().union(*(reach.by_line.get(reach.heads.get(n, n), set()) for n in found.lines)) - {""}
+        for name, text in test_texts.items():
+            if found.names and mentions(text, found.names):
+                tests |= reach.file_tests.get(name, set())
+        followed[line] = tests
+    return followed
+
+
+def checkout_texts(copy_root: Path) -> tuple[dict[str, str], dict[Path, str]]:
+    """The test files' texts (by the path a test id starts with) and every other Python or rule file's, by path:
+    the package, test helpers and conftest, workflow scripts and rules, benchmarks (but this engine, which reads
+    no module's names)."""
+    tests, others = {}, {}
+    for path in sorted(copy_root.rglob("*.py")) + sorted(copy_root.rglob("*.smk")) + [copy_root / "Snakefile"]:
+        rel = path.relative_to(copy_root)
+        if not path.is_file() or rel.parts[0] not in ("src", "tests", "workflow", "benchmarks", "Snakefile") or \
+                rel.name in ("mutation.py", "mutation_server.py"):
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if rel.parts[0] == "tests" and rel.name.startswith("test_"):
+            tests[str(rel)] = text
+        else:
+            others[path.resolve()] = text
+    return tests, others
 
 
 def coverage_reach(data_file: Path, copy_root: Path, modules: list[str], ran=()) -> dict[str, Reach]:
@@ -332,6 +486,7 @@ def coverage_reach(data_file: Path, copy_root: Path, modules: list[str], ran=())
     for test in ran:
         file_tests.setdefault(test.split("::")[0], set()).add(test)
     reach = {}
+    test_texts, others = checkout_texts(copy_root)
     for module in modules:
         path = (copy_root / PACKAGE / module).resolve()
         source = path.read_text(encoding="utf-8")
@@ -344,6 +499,8 @@ def coverage_reach(data_file: Path, copy_root: Path, modules: list[str], ran=())
         by_line = {line: set(contexts) for line, contexts in (data.contexts_by_lineno(name) or {}).items()}
         reach[module] = Reach(by_line, set(missing), statement_heads(source), import_time_statements(source),
                               file_tests)
+        reach[module].followed = narrowed_reach(reach[module], source,
+                                                [text for p, text in others.items() if p != path], test_texts)
     return reach
 
 
@@ -451,8 +608,9 @@ def engine_source() -> str:
     import inspect
 
     parts = [generate_mutants, raise_lines, log_lines, _top_level_names, fixture_lines, changed_lines,
-             statement_heads, import_time_statements, Reach, test_files, Worker.run_mutant, without_parameters,
-             classify]
+             statement_heads, import_time_statements, ImportReads, _loads, _function_parts, _simple_binding,
+             import_time_reads, mentions, narrowed_reach, checkout_texts, Reach, test_files, Worker.run_mutant,
+             without_parameters, classify]
     return "\n".join([*(inspect.getsource(part) for part in parts), repr((PYTEST, UNIT_TIERS)),
                       SERVER.read_text(encoding="utf-8") if SERVER.exists() else ""])
 

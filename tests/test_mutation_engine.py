@@ -355,3 +355,88 @@ def test_a_statement_that_only_logs_is_out_of_scope(engine):
     assert engine.log_lines(source) == {6, 7, 9}
     lines = {m.line_number for m in engine.generate_mutants("f.py", source)}
     assert not lines & {6, 7, 9} and 8 in lines
+
+
+FOLLOWED = textwrap.dedent('''\
+    LIMIT = 3
+    DOUBLE = LIMIT * 2
+    NAMES = {"a": 1}
+    BENCHMARK = Benchmark(classes=NAMES)
+    register(LIMIT_2 := 5)
+    TABLE = [1, 2]
+    register(TABLE)
+
+
+    def clip(value, low=0,
+             high=DOUBLE):
+        """Doc."""
+        return min(value, high)
+
+
+    def unused():
+        return 0
+
+
+    class C:
+        k = 2
+
+        def m(self, x=1):
+            return x + DOUBLE
+    ''')
+
+
+def test_a_constant_reaches_the_tests_that_read_it_not_every_user_of_the_module(engine):
+    reads = engine.import_time_reads(FOLLOWED)
+    # LIMIT feeds DOUBLE on import; DOUBLE is read by clip's default (its body) and by C.m's body
+    assert reads[1].names == {"LIMIT", "DOUBLE"} and reads[1].lines == {12, 13, 24}
+    assert reads[2].names == {"DOUBLE"} and reads[2].lines == {12, 13, 24}
+    assert reads[3].names == {"NAMES", "BENCHMARK"} and reads[3].lines == frozenset()
+    assert 6 not in reads and 5 not in reads  # fed to a call on import: not followed
+    assert 21 not in reads  # a class body line: not followed
+    # a def's signature (its defaults), over two lines: the lines of its body, whoever calls it
+    assert reads[10] == reads[11] == engine.ImportReads(frozenset(), frozenset({12, 13}))
+    assert reads[23] == engine.ImportReads(frozenset(), frozenset({24}))
+
+
+def test_a_followed_constant_runs_the_tests_of_its_readers_and_of_the_files_that_name_it(engine):
+    heads = engine.statement_heads(FOLLOWED)
+    imported = engine.import_time_statements(FOLLOWED)
+    by_line = {line: {"tests/test_p.py::lazy"} for line in imported}
+    by_line.update({13: {"tests/test_p.py::clip", "tests/test_p.py::lazy"}, 17: {"tests/test_q.py::unused"},
+                    24: {"tests/test_q.py::method"}})
+    files = {"tests/test_p.py": {"tests/test_p.py::lazy", "tests/test_p.py::clip"},
+             "tests/test_q.py": {"tests/test_q.py::unused", "tests/test_q.py::method"},
+             "tests/test_r.py": {"tests/test_r.py::names"}}
+    reach = engine.Reach(by_line, set(), heads, imported, files)
+    texts = {"tests/test_p.py": "clip(4)", "tests/test_q.py": "C().m()", "tests/test_r.py": "assert NAMES"}
+    reach.followed = engine.narrowed_reach(reach, FOLLOWED, ["import os"], texts)
+    assert reach.tests_for(1) == {"tests/test_p.py::clip", "tests/test_p.py::lazy", "tests/test_q.py::method"}
+    assert reach.tests_for(11) == {"tests/test_p.py::clip", "tests/test_p.py::lazy"}
+    assert reach.tests_for(3) == {"tests/test_r.py::names"}  # read by no function: the test file that names it
+    assert reach.tests_for(21) == reach.users()  # a class body: every user
+    # named by another module of the checkout (a registry reading BENCHMARK): every user
+    reach.followed = engine.narrowed_reach(reach, FOLLOWED, ['getattr(unit, "BENCHMARK")'], texts)
+    assert reach.tests_for(3) == reach.users()
+    assert reach.tests_for(1) == {"tests/test_p.py::clip", "tests/test_p.py::lazy", "tests/test_q.py::method"}
+
+
+def test_a_constant_read_by_a_cached_function_is_not_followed(engine):
+    """coverage gives a cached function's body to the first test that called it; the later callers read its
+    result: a constant it reads, or its own signature, reaches every user of the module."""
+    source = textwrap.dedent('''\
+        import functools
+        TABLE = {"a": 1}
+        OTHER = 2
+
+
+        @functools.lru_cache(maxsize=1)
+        def table(key="a"):
+            return TABLE[key]
+
+
+        def other():
+            return OTHER
+        ''')
+    reads = engine.import_time_reads(source)
+    assert 2 not in reads and 7 not in reads
+    assert reads[3].lines == {12} and reads[11].lines == {12}
