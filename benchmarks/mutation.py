@@ -156,13 +156,15 @@ LOGGERS = {"LOG", "LOGGER", "log", "logger", "logging"}
 
 
 def log_lines(source: str) -> set[int]:
-    """Lines (1-based) of the statements that only log (``LOG.info(...)`` and the like): out of scope, as raise
-    statements are (a message's wording decides no number; what is logged is never read back)."""
+    """Lines (1-based) of the statements that only log (``LOG.info(...)`` and the like, a ``log(...)`` callable
+    the function was given, ``self.log(...)``): out of scope, as raise statements are (a message's wording decides no number; what is logged is never read back)."""
     lines: set[int] = set()
     for node in ast.walk(ast.parse(source)):
         call = node.value if isinstance(node, ast.Expr) else None
-        if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr in LOG_METHODS
-                and isinstance(call.func.value, ast.Name) and call.func.value.id in LOGGERS):
+        func = call.func if isinstance(call, ast.Call) else None
+        on = func.value.id if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) else None
+        if ((on in LOGGERS and func.attr in LOG_METHODS) or (on == "self" and func.attr == "log")
+                or (isinstance(func, ast.Name) and func.id == "log")):  # a log callable it was given
             lines.update(range(node.lineno, node.end_lineno + 1))
     return lines
 

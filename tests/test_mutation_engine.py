@@ -357,6 +357,20 @@ def test_a_statement_that_only_logs_is_out_of_scope(engine):
     assert not lines & {6, 7, 9} and 8 in lines
 
 
+def test_a_call_of_a_log_callable_only_logs_too(engine):
+    """The training loop logs through a ``log`` it is given (print, or the job's log file), and its evaluator
+    through ``self.log``; a method that is not ``log`` on ``self`` may do anything."""
+    source = textwrap.dedent('''\
+        def train(steps, log=print):
+            log(f"starting {steps} steps")
+            self.log(f"step {steps + 1}")
+            self.error("kept: not a log call")
+            record(f"{steps}")
+            return steps
+        ''')
+    assert engine.log_lines(source) == {2, 3}
+
+
 FOLLOWED = textwrap.dedent('''\
     LIMIT = 3
     DOUBLE = LIMIT * 2
