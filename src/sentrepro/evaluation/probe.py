@@ -508,6 +508,17 @@ def _weight_gradient(features: torch.Tensor, grad: torch.Tensor, out: torch.Tens
     return torch.bmm(grad.transpose(1, 2), features, out=out)
 
 
+def _dropout_real_rows(hidden: torch.Tensor, p: float, training: bool, lengths: tuple[int, ...] | None) -> torch.Tensor:
+    """Dropout on each row's real rows of its batch only, (M, B, H) -> (M, B, H): SentEval draws a mask for the rows
+    a batch has, so a short last batch draws fewer numbers; masks drawn over the padding too would shift every later
+    mask of the torch stream and part a probe from its SentEval fit (a one-probe stack, as dropout needs, is then
+    SentEval's stream exactly). Padding rows pass unchanged: they carry weight 0 in the loss."""
+    if not training or p == 0 or lengths is None:
+        return F.dropout(hidden, p=p, training=training)
+    rows = [torch.cat([F.dropout(member[:n], p=p, training=True), member[n:]]) for member, n in zip(hidden, lengths)]
+    return torch.stack(rows)  # (M, B, H)
+
+
 class _MemberStack:
     """Every probe of a lockstep group as one stack: per layer one weight tensor (M, out, in) and one bias tensor
     (M, out), the rows ordered by L2 value so that each L2 value's rows are one contiguous slice.
@@ -573,7 +584,7 @@ class _MemberStack:
         for (_, start, stop), hidden in zip(self.slices, inputs):
             for depth, (weight, bias) in enumerate(layers):
                 if depth > 0:
-                    hidden = torch.sigmoid(F.dropout(hidden, p=dropout, training=training))
+                    hidden = torch.sigmoid(_dropout_real_rows(hidden, dropout, training, lengths and lengths[start:stop]))
                 hidden = affine(hidden, weight[start:stop], bias[start:stop], lengths and lengths[start:stop])
             chunks.append(hidden)
         return chunks[0] if len(chunks) == 1 else torch.cat(chunks)
