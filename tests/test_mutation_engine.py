@@ -454,3 +454,36 @@ def test_a_constant_read_by_a_cached_function_is_not_followed(engine):
     reads = engine.import_time_reads(source)
     assert 2 not in reads and 7 not in reads
     assert reads[3].lines == {12} and reads[11].lines == {12}
+
+
+class _FakeWorker:
+    """A worker whose mutant runs give the exit statuses listed, and whose unmutated run takes ``seconds``."""
+
+    def __init__(self, tmp_path, statuses, seconds=0.01, unmutated_code=0):
+        self.root, self.statuses, self.seconds, self.code = tmp_path, list(statuses), seconds, unmutated_code
+        self.limits = []
+
+    def pytest(self, args, limit_s, **extra):
+        import time
+
+        time.sleep(self.seconds)
+        return self.code
+
+    def run_mutant(self, rel, mutant, tests, limit_s):
+        self.limits.append(limit_s)
+        return self.statuses.pop(0)
+
+
+def test_a_timeout_is_judged_again_against_the_tests_measured_time(engine, tmp_path):
+    mutant = engine.Mutant(3, 0, "a = 1", "a = 2", "a = 2\n")
+    # the estimated budget (1 s) was short: 3 x the measured time + 30 s is longer, and under it the tests fail
+    worker = _FakeWorker(tmp_path, [1])
+    assert engine.timeout_measured(worker, "m.py", mutant, ["t.py::a"], 1.0) == "killed"
+    assert len(worker.limits) == 1 and 30 < worker.limits[0] < 31
+    worker = _FakeWorker(tmp_path, [0])
+    assert engine.timeout_measured(worker, "m.py", mutant, ["t.py::a"], 1.0) == "survived"
+    # the budget already held three times the measured time: a timeout it stays, without another run
+    worker = _FakeWorker(tmp_path, [])
+    assert engine.timeout_measured(worker, "m.py", mutant, ["t.py::a"], 100.0) == "timeout"
+    with pytest.raises(RuntimeError, match="the unmutated tests fail"):
+        engine.timeout_measured(_FakeWorker(tmp_path, [], unmutated_code=1), "m.py", mutant, ["t.py::a"], 1.0)
