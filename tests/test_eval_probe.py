@@ -250,6 +250,17 @@ def test_mlp_probes_with_dropout_are_bit_for_bit_separate_senteval_fits():
     jobs = [ProbeJob(np.arange(150), np.arange(150, 210), config.l2_grid[:2]),
             ProbeJob(np.arange(60, 210), np.arange(40), config.l2_grid[2:3])]
     assert_lockstep_equals_plain_fits(X, y, jobs, 3, config)
+    # the narrowest MLP, one job of two L2 values: fitted one by one too (at width 1 the products round apart from
+    # nn.Linear's in the last bits, so within 1e-6 here; a shared stack's masks would part them entirely)
+    narrowest = dataclasses.replace(config, hidden_dim=1)
+    job = ProbeJob(np.arange(150), np.arange(150, 210), config.l2_grid[:2])
+    for l2, probe in zip(job.l2_values, fit_probe_jobs(X, y, [job], n_classes=3, config=narrowest)[0]):
+        reference, reference_epoch = senteval_reference_fit(X[:150], y[:150], X[150:210], y[150:210], l2, narrowest,
+                                                            1111)
+        assert probe.best_epoch == reference_epoch
+        ours = [tensor for layer in probe.model if isinstance(layer, nn.Linear) for tensor in layer.parameters()]
+        for tensor, expected in zip(ours, reference.parameters()):
+            torch.testing.assert_close(tensor, expected, rtol=0, atol=1e-6)
 
 
 @pytest.mark.parametrize("n_classes", [2, 3, 6])

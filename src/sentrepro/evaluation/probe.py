@@ -171,7 +171,7 @@ def seeded_torch(seed: int, device: torch.device) -> Iterator[None]:
         yield
 
 
-def build_probe(input_dim: int, n_classes: int, hidden_dim: int = 0, dropout: float = 0.0) -> nn.Sequential:
+def build_probe(input_dim: int, n_classes: int, hidden_dim: int, dropout: float) -> nn.Sequential:
     """SentEval's classifier: ``Linear(H, C)``; with ``hidden_dim > 0`` Linear → Dropout → Sigmoid → Linear.
 
     Built on the CPU with torch's default init; call inside :func:`seeded_torch` for reproducible weights.
