@@ -80,3 +80,32 @@ def test_labels_must_be_one_per_row(labels, rows):
 
 def test_labels_are_int64():
     assert as_labels(np.array([0, 1, 1], dtype=np.int8), 3).dtype == np.int64
+
+
+def test_an_l2_search_records_its_grid_scores_and_choice():
+    from sentrepro.evaluation.probe import L2Search
+
+    search = L2Search((1e-5, 1e-4, 1e-3), [80.0, 81.5, 81.5], [[1], [2], [3]])
+    assert search.to_dict() == {"l2_grid": [1e-5, 1e-4, 1e-3], "scores": [80.0, 81.5, 81.5], "best_l2": 1e-4,
+                                "best_score": 81.5}
+
+
+def test_a_validation_set_is_checked_under_its_own_names():
+    from sentrepro.evaluation.probe import fit_probe_grid
+
+    X, y = np.ones((20, 3), dtype=np.float32), np.arange(20) % 2
+    with pytest.raises(ValueError, match=r"^X_val must be a non-empty 2-D array"):
+        fit_probe_grid(X, y, n_classes=2, l2_grid=(1e-5,), config=PROBE_MODES["fasttest"],
+                       validation=(np.ones((0, 3)), np.zeros(0, dtype=int)))
+    with pytest.raises(ValueError, match=r"^y_val must lie in 0\.\.1, found 0\.\.2$"):
+        fit_probe_grid(X, y, n_classes=2, l2_grid=(1e-5,), config=PROBE_MODES["fasttest"],
+                       validation=(np.ones((3, 3), dtype=np.float32), np.array([0, 1, 2])))
+
+
+def test_fixed_epoch_training_takes_one_epoch_and_refuses_none():
+    from sentrepro.evaluation.probe import fit_probe_fixed_epochs
+
+    X, y = np.eye(4, dtype=np.float32), np.array([0, 1, 0, 1])
+    assert fit_probe_fixed_epochs(X, y, n_classes=2, l2=0.0, config=PROBE_MODES["fasttest"], n_epochs=1).epochs_run == 1
+    with pytest.raises(ValueError, match=r"n_epochs must be >= 1, got 0"):
+        fit_probe_fixed_epochs(X, y, n_classes=2, l2=0.0, config=PROBE_MODES["fasttest"], n_epochs=0)
