@@ -9,7 +9,8 @@ script runs them, which is what makes "every mutant" affordable:
   runs exactly those tests, fastest first, stopping at the first failure (``-x``). A mutant of a line run only on
   import runs the tests its effect reaches where that can be followed (a ``def``'s signature: the tests that run
   its body; a constant: the tests that run a line reading it, and the test files that name it), and otherwise
-  every test that uses the module (``import_time_reads``). A mutant of a line no test runs is
+  every test that uses the module (``import_time_reads``). So does a line of a cached function (``cached_lines``):
+  coverage gives it to the first test that called it, while later callers read its result. A mutant of a line no test runs is
   *not reached*: a survivor, without a run (the workflow tests that reach it in a subprocess are out of this
   tier's reach, and the table says so).
 - **A warm fork server per worker** (``benchmarks/mutation_server.py``): torch, transformers and scikit-learn are
@@ -333,11 +334,7 @@ def import_time_reads(source: str) -> dict[int, ImportReads]:
     ``register(CLASSES)`` call is not)."""
     tree = ast.parse(source)
     reads: dict[int, ImportReads] = {}
-    cached: set[int] = set()  # a cached function's body runs in the first test that calls it, not in the others
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
-                "cache" in ast.unparse(d) for d in node.decorator_list):
-            cached.update(range(node.lineno, node.end_lineno + 1))
+    cached = cached_lines(source)  # a cached function's body runs in the first test that calls it, not the others
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.body and node.lineno not in cached:
             body_lines = frozenset(s.lineno for s in ast.walk(ast.Module(node.body, [])) if isinstance(s, ast.stmt))
@@ -387,6 +384,18 @@ def mentions(text: str, names) -> bool:
     return any(re.search(rf"\b{re.escape(name)}\b", text) for name in names)
 
 
+def cached_lines(source: str) -> set[int]:
+    """Lines (1-based) of the functions under a cache decorator (``functools.cache``, ``lru_cache``,
+    ``cached_property``): coverage gives such a body to the first test that called it, while every later caller
+    reads what that call returned, so a mutant there reaches every test that uses the module."""
+    lines: set[int] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                "cache" in ast.unparse(d) for d in node.decorator_list):
+            lines.update(range(node.lineno, node.end_lineno + 1))
+    return lines
+
+
 def statement_heads(source: str) -> dict[int, int]:
     """Line (1-based) -> the first line of the innermost statement holding it (for a compound statement, of its
     header: ``if a and\\n b:``'s two lines map to the ``if``). coverage.py records a statement by its first line."""
@@ -414,6 +423,7 @@ class Reach:
     on_import: set[int] = field(default_factory=set)  # statements run when the module is imported
     file_tests: dict[str, set[str]] = field(default_factory=dict)  # test file -> every test of it the pass ran
     followed: dict[int, set[str]] = field(default_factory=dict)  # line run on import -> the tests its effect reaches
+    shared: set[int] = field(default_factory=set)  # lines of cached functions (cached_lines): every user
 
     def users(self) -> set[str]:
         """The tests that use the module: those that run any line of it, and every other test of their files. A
@@ -430,7 +440,7 @@ class Reach:
             return None
         if self.followed.get(line_number):  # see narrowed_reach
             return self.followed[line_number]
-        if head in self.on_import:  # whichever test imported the module first, every test using it sees the line
+        if head in self.on_import or head in self.shared:  # whichever test imported the module first, every test using it sees the line
             return self.users() or None
         tests = self.by_line.get(head, set()) - {""}
         if tests:
@@ -502,6 +512,7 @@ def coverage_reach(data_file: Path, copy_root: Path, modules: list[str], ran=())
         by_line = {line: set(contexts) for line, contexts in (data.contexts_by_lineno(name) or {}).items()}
         reach[module] = Reach(by_line, set(missing), statement_heads(source), import_time_statements(source),
                               file_tests)
+        reach[module].shared = cached_lines(source)
         reach[module].followed = narrowed_reach(reach[module], source,
                                                 [text for p, text in others.items() if p != path], test_texts)
     return reach
@@ -611,7 +622,7 @@ def engine_source() -> str:
     import inspect
 
     parts = [generate_mutants, raise_lines, log_lines, _top_level_names, fixture_lines, changed_lines,
-             statement_heads, import_time_statements, ImportReads, _loads, _function_parts, _simple_binding,
+             statement_heads, import_time_statements, cached_lines, ImportReads, _loads, _function_parts, _simple_binding,
              import_time_reads, mentions, narrowed_reach, checkout_texts, Reach, test_files, Worker.run_mutant,
              without_parameters, classify, timeout_measured]
     return "\n".join([*(inspect.getsource(part) for part in parts), repr((PYTEST, UNIT_TIERS)),

@@ -487,3 +487,28 @@ def test_a_timeout_is_judged_again_against_the_tests_measured_time(engine, tmp_p
     assert engine.timeout_measured(worker, "m.py", mutant, ["t.py::a"], 100.0) == "timeout"
     with pytest.raises(RuntimeError, match="the unmutated tests fail"):
         engine.timeout_measured(_FakeWorker(tmp_path, [], unmutated_code=1), "m.py", mutant, ["t.py::a"], 1.0)
+
+
+def test_a_line_of_a_cached_function_reaches_every_user_of_the_module(engine):
+    """coverage gives a cached function's body to the first test that called it (codedeps' package_modules():
+    a test of the names it derives called it second, and so was never run on its mutants)."""
+    source = textwrap.dedent('''\
+        import functools
+
+
+        @functools.lru_cache(maxsize=1)
+        def names():
+            return ["a", "b"]
+
+
+        def first():
+            return names()[0]
+        ''')
+    assert engine.cached_lines(source) == {5, 6}
+    heads = engine.statement_heads(source)
+    by_line = {6: {"t.py::early"}, 10: {"t.py::early", "t.py::names"}}
+    reach = engine.Reach(by_line, set(), heads, engine.import_time_statements(source),
+                         {"t.py": {"t.py::early", "t.py::names", "t.py::other"}})
+    reach.shared = engine.cached_lines(source)
+    assert reach.tests_for(6) == {"t.py::early", "t.py::names", "t.py::other"}
+    assert reach.tests_for(10) == {"t.py::early", "t.py::names"}
