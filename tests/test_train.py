@@ -176,3 +176,38 @@ def test_a_checkpoint_of_other_code_is_not_this_jobs_progress():
     assert key != checkpoint_key(spec, {"fingerprint": "bbbb", "modules": {"x.py": "1"}})
     assert key != checkpoint_key({**spec, "seed": 2}, {"fingerprint": "aaaa"})
     assert key != checkpoint_key(spec, None)  # called directly (no CLI entry running): settings only
+
+
+@pytest.mark.heavy
+def test_the_training_summary_records_the_run(tmp_path, tiny_models, corpus):
+    """train.json's summary of a 6-step run with dev scores 0, 1, 2 at steps 0, 3, 6: every key and its value."""
+    import time
+
+    began = time.time()
+    summary, _ = _run(tiny_models, corpus, tmp_path / "run")
+    wall = time.time() - began
+    assert set(summary) == {"steps", "total_steps", "best_step", "best_stsb_dev_spearman", "history",
+                            "start_stsb_dev_spearman", "loss_first", "loss_last", "loss_curve", "resumed_from",
+                            "unreadable_checkpoints", "train_seconds_this_job", "sentences", "pinned_memory",
+                            "compiled"}
+    assert (summary["steps"], summary["total_steps"]) == (6, 6)
+    assert [h["step"] for h in summary["history"]] == [0, 3, 6]
+    assert [h["stsb_dev_spearman"] for h in summary["history"]] == [0.0, 1.0, 2.0]
+    assert (summary["best_step"], summary["best_stsb_dev_spearman"], summary["start_stsb_dev_spearman"]) == (6, 2.0,
+                                                                                                          0.0)
+    curve = summary["loss_curve"]  # 6 losses, fewer than the curve's 50 points: one point per step
+    assert len(curve) == 6
+    assert summary["loss_first"] == pytest.approx(curve[0], abs=1e-5) and summary["loss_first"] != curve[-1]
+    assert summary["loss_last"] == pytest.approx(curve[-1], abs=1e-5)
+    assert summary["resumed_from"] is None and summary["unreadable_checkpoints"] == []
+    assert 0 < summary["train_seconds_this_job"] <= wall
+    assert (summary["sentences"], summary["pinned_memory"], summary["compiled"]) == (64, False, False)
+
+
+def test_the_loss_curve_is_the_mean_of_equal_windows_rounded_to_five_digits():
+    from sentrepro.training.loop import _loss_curve
+
+    assert _loss_curve([]) == []
+    assert _loss_curve([0.1234567, 0.2]) == [0.12346, 0.2]
+    assert _loss_curve([float(i) for i in range(100)]) == [i + 0.5 for i in range(0, 100, 2)]  # 50 windows of 2
+    assert len(_loss_curve([1.0] * 51)) == 50
