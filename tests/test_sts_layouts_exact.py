@@ -45,6 +45,9 @@ def test_task_table():
         **{f"STS1{i}": ("sts_dir", "STS") for i in range(2, 7)},
         "STSBenchmark": ("stsb_dir", "STS/STSBenchmark"), "SICKRelatedness": ("sick_dir", "SICK")}
     assert list(BENCHMARK.tasks) == ["sts"]
+    from sentrepro.data.benchmarks import benchmark_module, benchmarks
+    assert BENCHMARK.name == "sts" and benchmarks()["sts"] is BENCHMARK  # the name `sentrepro fixture` takes
+    assert benchmark_module("sts") == "sentrepro.data.benchmarks.sts"
     assert list(BENCHMARK.layouts) == ["sts-raw", "stsb"]
     assert BENCHMARK.layouts["stsb"].holds_sts is True
     assert BENCHMARK.layouts["sts-raw"].holds_sts is True
