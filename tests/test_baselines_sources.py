@@ -25,3 +25,19 @@ def test_the_wordpiece_biased_tokens_are_the_36_most_frequent_of_sts_b(shared_da
     ranked = counts.most_common(37)
     assert ranked[35][1] > ranked[36][1]                               # no tie at the cut
     assert FREQUENT_TOKENS["bert"] == frozenset(token for token, _ in ranked[:36])
+
+
+def test_the_bpe_biased_tokens_are_the_same_words_in_byte_level_bpe():
+    """Without roberta-base's vocabulary the BPE list cannot be counted here, but it can be read against the
+    WordPiece one: it holds the same frequent STS-B words in byte-level BPE pieces. Every entry, its word-start
+    mark "Ġ" taken off (and the release's "Ġ, ", with its trailing space, trimmed), is a word of the WordPiece
+    list, and that list's words all appear but three: "two" and "white", and the continuation "##s", which BPE
+    writes as the piece "s" (listed)."""
+    from sentrepro.methods.baselines import BPE_SPACE
+
+    bpe, wordpiece = FREQUENT_TOKENS["roberta"], FREQUENT_TOKENS["bert"]
+    assert len(bpe) == len(wordpiece) == 36
+    words = {token.removeprefix(BPE_SPACE).strip() for token in bpe}
+    assert words <= wordpiece
+    assert wordpiece - words == {"two", "white", "##s"}
+    assert "Ġ, " in bpe and "s" in bpe  # kept verbatim from the release
