@@ -211,3 +211,19 @@ def test_the_loss_curve_is_the_mean_of_equal_windows_rounded_to_five_digits():
     assert _loss_curve([0.1234567, 0.2]) == [0.12346, 0.2]
     assert _loss_curve([float(i) for i in range(100)]) == [i + 0.5 for i in range(0, 100, 2)]  # 50 windows of 2
     assert len(_loss_curve([1.0] * 51)) == 50
+
+
+@pytest.mark.heavy
+def test_a_tied_dev_score_keeps_the_earlier_checkpoint(tmp_path, tiny_models, corpus):
+    """The released trainer (HF Trainer, greater_is_better) keeps a new best only when the score is strictly
+    greater: with the same dev score at steps 3 and 6 the selected step stays 3 (step 0's score, before training,
+    is recorded but is no candidate)."""
+    seed_everything(7)
+    tokenizer = load_tokenizer(str(tiny_models["bert"]))
+    method = build_method("simcse", PARAMS, "bert", tokenizer)
+    model = method.build_model(load_encoder(str(tiny_models["bert"]), "bert"))
+    settings = TrainSettings(batch_size=8, lr=1e-4, max_steps=6, eval_steps=3, checkpoint_every=2)
+    summary = train(method, model, corpus, tmp_path / "run", settings, seed=7, dev_score=lambda m: 50.0,
+                    save_meta={}, log=lambda *_: None)
+    assert [h["step"] for h in summary["history"]] == [0, 3, 6]
+    assert (summary["best_step"], summary["best_stsb_dev_spearman"]) == (3, 50.0)
