@@ -25,6 +25,11 @@ each fault's cost: the jobs that ran again after it, and what they would cost at
     sudo .venv/bin/python benchmarks/slurm_faults.py --seed 1 --workdir /tmp/faults/seed1 \\
         --reference /tmp/faults/reference
 
+A run's digest (``--digest FILE``: each result file's hash, the commit, the slice) stands in for its folder as a
+later run's ``--reference``: the committed ``benchmarks/slurm_faults_reference.json`` is the undisturbed whole
+rehearsal's, so a faulted run in a later sitting needs no second undisturbed run (the rehearsal's results are
+the same from run to run on one library stack: the families slice through SLURM equalled the local rehearsal).
+
 ``--slice families`` runs the slice of tests/test_workflow_rehearsal.py (one block per backbone family, the
 STS suite) instead of the whole rehearsal. Needs root (it starts the cluster, as tests/slurm do).
 """
@@ -405,6 +410,42 @@ def results_of(root: Path) -> dict[str, object]:
     return found
 
 
+DIGEST_FORMAT = 1
+
+
+def digest_of(found: dict[str, object]) -> dict[str, str]:
+    """Each file's results (``results_of``) as a sha256 of their canonical JSON: what a run computed, small enough
+    to commit, so that a faulted run in a later sitting is checked against an undisturbed one without holding its
+    folder (a session's machine does not keep it)."""
+    import hashlib
+
+    return {name: hashlib.sha256(json.dumps(value, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+            for name, value in sorted(found.items())}
+
+
+def write_digest(workdir: Path, path: Path, slice_name: str, seed: int | None) -> dict:
+    """Write the run's digest to ``path``: the commit and slice it ran, and each result file's hash."""
+    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True,
+                            check=False).stdout.strip()
+    digest = {"format": DIGEST_FORMAT, "commit": commit, "slice": slice_name, "seed": seed,
+              "files": digest_of(results_of(workdir))}
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(digest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return digest
+
+
+def reference_digest(reference: Path) -> dict[str, str]:
+    """The per-file hashes of a reference: an undisturbed run's folder, or the digest file one wrote."""
+    if reference.is_dir():
+        return digest_of(results_of(reference))
+    data = json.loads(reference.read_text(encoding="utf-8"))
+    if (not isinstance(data, dict) or data.get("format") != DIGEST_FORMAT or not isinstance(data.get("files"), dict)
+            or not data["files"]):
+        raise SystemExit(f"{reference}: not a digest of format {DIGEST_FORMAT} with files (write one with --digest)")
+    return data["files"]
+
+
 def compare_common(workdir: Path, other: Path) -> tuple[int, list[str]]:
     """The metrics files and training summaries both runs hold (another config sharing runs, e.g. the whole local
     rehearsal): how many, and those that differ. A run's results depend on its own config slice only."""
@@ -417,7 +458,7 @@ def invariant(workdir: Path, reference: Path | None) -> list[str]:
     """Every way the faulted run differs from what an undisturbed run leaves, one line each (empty: it holds)."""
     problems = []
     if reference is not None:
-        ours, theirs = results_of(workdir), results_of(reference)
+        ours, theirs = digest_of(results_of(workdir)), reference_digest(reference)
         problems += [f"{name}: only in the reference run" for name in sorted(set(theirs) - set(ours))]
         problems += [f"{name}: only in the faulted run" for name in sorted(set(ours) - set(theirs))]
         problems += [f"{name}: differs from the reference run" for name in sorted(set(ours) & set(theirs))
@@ -548,7 +589,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, help="the fault schedule's seed")
     parser.add_argument("--undisturbed", action="store_true", help="no faults: the reference run")
     parser.add_argument("--workdir", type=Path, required=True, help="a new folder for the run")
-    parser.add_argument("--reference", type=Path, help="an --undisturbed run's workdir, to compare with")
+    parser.add_argument("--reference", type=Path, help="an --undisturbed run's workdir, or the --digest file it "
+                        "wrote (benchmarks/slurm_faults_reference.json), to compare with")
+    parser.add_argument("--digest", type=Path, help="write the run's digest here: each result file's hash, the "
+                        "commit and the slice (a later run's --reference)")
     parser.add_argument("--slice", choices=sorted(SLICES), default="whole")
     parser.add_argument("--local", action="store_true", help="with --undisturbed: the local executor, same sizing")
     parser.add_argument("--report", type=Path, help="write the report as JSON here")
@@ -558,6 +602,8 @@ def main(argv: list[str] | None = None) -> int:
                         "--workdir against --reference; run nothing")
     args = parser.parse_args(argv)
     if args.check_only:
+        if args.digest:
+            write_digest(args.workdir.resolve(), args.digest, args.slice, args.seed)
         return check_only(args.workdir.resolve(), args.reference.resolve() if args.reference else None)
     if (args.seed is None) == (not args.undisturbed):
         parser.error("give --seed N or --undisturbed")
@@ -571,6 +617,8 @@ def main(argv: list[str] | None = None) -> int:
         report = run(args.workdir.resolve(), None if args.undisturbed else args.seed, args.slice)
         if args.report:  # what ran, before anything that reads it can fail
             args.report.write_text(json.dumps(asdict(report), indent=1), encoding="utf-8")
+        if args.digest:
+            write_digest(args.workdir.resolve(), args.digest, args.slice, report.seed)
         problems = invariant(args.workdir.resolve(), args.reference.resolve() if args.reference else None)
     problems += [f"fault {f['kind']} (due after {f['after_jobs']} cluster jobs) was never injected: the DAG "
                  "completed first" for f in report.faults if not f["done"]]

@@ -1,0 +1,96 @@
+"""The fault harness's own bookkeeping (benchmarks/slurm_faults.py): its digest of a run, the reference a digest
+stands in for, the jobs it reads from Snakemake's output, the schedule a seed draws. Unit tier: no cluster."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks import slurm_faults as harness
+
+
+def _run_folder(root, score=0.5, table="table,row,column,value,std,n,reported,provenance\n"):
+    metrics = root / "results" / "rehearsal" / "metrics" / "sts" / "m.json"
+    metrics.parent.mkdir(parents=True)
+    metrics.write_text(json.dumps({"results": {"stsb": score}, "provenance": {"wall_seconds": 3.2}}))
+    tables = root / "results" / "rehearsal" / "tables"
+    tables.mkdir(parents=True)
+    (tables / "t.csv").write_text(table)
+    return root
+
+
+def test_a_digest_stands_in_for_its_folder(tmp_path):
+    reference = _run_folder(tmp_path / "reference")
+    faulted = _run_folder(tmp_path / "faulted")
+    digest = tmp_path / "digest.json"
+    written = harness.write_digest(reference, digest, "whole", None)
+    assert written["slice"] == "whole" and set(written["files"]) == {
+        "results/rehearsal/metrics/sts/m.json", "results/rehearsal/tables/t.csv"}
+    assert not list(tmp_path.glob("*.tmp"))
+    assert harness.reference_digest(digest) == harness.reference_digest(reference)
+    ours = harness.digest_of(harness.results_of(faulted))
+    assert ours == harness.reference_digest(digest)
+
+
+def test_a_digest_tells_a_changed_result_and_ignores_timings(tmp_path):
+    reference = harness.digest_of(harness.results_of(_run_folder(tmp_path / "a")))
+    other = _run_folder(tmp_path / "b")
+    metrics = other / "results" / "rehearsal" / "metrics" / "sts" / "m.json"
+    metrics.write_text(json.dumps({"results": {"stsb": 0.5}, "provenance": {"wall_seconds": 99.0}}))
+    assert harness.digest_of(harness.results_of(other)) == reference
+    metrics.write_text(json.dumps({"results": {"stsb": 0.5000001}, "provenance": {"wall_seconds": 3.2}}))
+    changed = harness.digest_of(harness.results_of(other))
+    assert [name for name in reference if reference[name] != changed[name]] == [
+        "results/rehearsal/metrics/sts/m.json"]
+
+
+def test_a_table_cells_metrics_pin_is_a_wall_clock_cell(tmp_path):
+    row = "t,r,c,0.5,,1,,results/rehearsal/metrics/sts/m.json#sha256=" + "a" * 64 + "\n"
+    head = "table,row,column,value,std,n,reported,provenance\n"
+    one = harness.digest_of(harness.results_of(_run_folder(tmp_path / "a", table=head + row)))
+    two = harness.digest_of(harness.results_of(_run_folder(tmp_path / "b", table=head + row.replace("a" * 64,
+                                                                                                      "b" * 64))))
+    three = harness.digest_of(harness.results_of(_run_folder(tmp_path / "c", table=head + row.replace("0.5", "0.6",
+                                                                                                        1))))
+    assert one == two and one != three
+
+
+@pytest.mark.parametrize("content", ['{"format": 1, "files": {}}', '{"files": {"a": "b"}}', '[]'])
+def test_a_reference_that_is_no_digest_is_refused_by_name(tmp_path, content):
+    bad = tmp_path / "bad.json"
+    bad.write_text(content)
+    with pytest.raises(SystemExit, match="bad.json"):
+        harness.reference_digest(bad)
+
+
+def test_a_seed_draws_the_same_schedule_every_time():
+    one, two = harness.schedule(3, 600), harness.schedule(3, 600)
+    assert [(f.kind, f.after_jobs) for f in one] == [(f.kind, f.after_jobs) for f in two]
+    assert sorted(f.kind for f in one) == sorted(k for k, n in harness.FAULTS.items() for _ in range(n))
+    assert all(0 <= f.after_jobs <= 540 for f in one)
+    assert [(f.kind, f.after_jobs) for f in harness.schedule(4, 600)] != [(f.kind, f.after_jobs) for f in one]
+
+
+def test_the_jobs_an_attempt_started_are_read_once_each_without_failed_logs():
+    output = """
+rule train:
+    jobid: 12
+    wildcards: backbone=bert-base, method=simcse, seed=0
+    resources: gpu=1
+
+group job evaluate (jobs in lexicogr. order):
+
+    rule evaluate_sts:
+        jobid: 30
+        wildcards: backbone=bert-base, method=simcse, seed=0
+
+Logfile results/slurm_logs/x.log:
+================================================================================
+rule tokenize:
+    jobid: 99
+    wildcards: name=never
+================================================================================
+"""
+    assert harness.ran_jobs(output) == [("train", "backbone=bert-base, method=simcse, seed=0"),
+                                        ("evaluate_sts", "backbone=bert-base, method=simcse, seed=0")]
