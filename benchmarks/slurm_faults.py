@@ -537,14 +537,26 @@ def lock_overlaps(journal: Path) -> list[str]:
 
 
 def audit_every_cell(workdir: Path, table: Path) -> list[str]:
+    """`sentrepro audit` of every cell of ``table`` that has a provenance, in this process (the audit's own code,
+    as the command runs it: one process per cell cost 1-2 s each, and the whole rehearsal has thousands)."""
+    from sentrepro.records.audit import AuditError, audit_cell
+
     with open(table, encoding="utf-8", newline="") as handle:
         cells = [(row["row"], row["column"]) for row in csv.DictReader(handle) if row["provenance"]]
     problems = []
-    for row, column in cells:
-        done = subprocess.run(["sentrepro", "audit", str(table.relative_to(workdir)), row, column], cwd=workdir,
-                              env=workflow_env(workdir), capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            problems.append(f"audit {table.name} {row!r} {column!r}: {(done.stdout + done.stderr).strip()[-300:]}")
+    here = Path.cwd()
+    os.chdir(workdir)  # the audit resolves a table's provenance paths from the run's folder, as the command does
+    try:
+        for row, column in cells:
+            try:
+                report = audit_cell(table.relative_to(workdir), row, column)
+            except AuditError as exc:
+                problems.append(f"audit {table.name} {row!r} {column!r}: {exc}")
+                continue
+            if not report.ok:
+                problems.append(f"audit {table.name} {row!r} {column!r}: {report.text().strip()[-300:]}")
+    finally:
+        os.chdir(here)
     return problems
 
 
