@@ -15,7 +15,7 @@ import yaml
 from sentrepro.encoder.load import load_encoder, load_tokenizer
 from sentrepro.methods import build_method
 from sentrepro.methods.baselines import REMOVALS, is_punctuation, rebuild_text, whitening_kernel
-from sentrepro.methods.blocks import FIRST_LAST_DEFINITIONS, POOLERS, pool_first_last, pooled_embedding
+from sentrepro.methods.blocks import POOLERS, pool_first_last
 
 METHODS = Path(__file__).resolve().parents[1] / "src" / "sentrepro" / "methods"
 
@@ -72,20 +72,19 @@ def test_whitening_without_params_takes_bert_whitening_s_first_last_average_of_t
     assert method.params["whitening_dims"] is None
 
 
-def test_a_first_last_definition_not_known_is_refused_by_name():
-    hidden = tuple(torch.zeros(1, 2, 3) for _ in range(3))
-    with pytest.raises(ValueError, match="first_last_definition 'first_layer'"):
-        pool_first_last(hidden, torch.ones(1, 2), "first_layer")
-
-
 def test_the_units_files_offer_the_code_s_poolers_definitions_and_removals():
     """The params schema of the frozen, whitening and static-token units lists what the code accepts, no more and no
-    less (a value the schema allows but the code refuses, or the other way round, fails here)."""
+    less (a value the schema allows but the code refuses, or the other way round, fails here). pool_first_last
+    reads any definition but "embeddings" as layer 1, so the schema's enum is what keeps a typo out."""
     frozen = yaml.safe_load((METHODS / "frozen.units.yaml").read_text())["methods"]
     baselines = yaml.safe_load((METHODS / "baselines.units.yaml").read_text())["methods"]
     for params in (frozen["frozen"]["params"], baselines["whitening"]["params"]):
         assert tuple(params["pooler"]["enum"]) == POOLERS
-        assert tuple(params["first_last_definition"]["enum"]) == FIRST_LAST_DEFINITIONS
+        # each definition the schema offers picks its own first layer: the embeddings' output or layer 1
+        hidden = tuple(torch.full((1, 2, 3), float(layer)) for layer in range(4))
+        firsts = [pool_first_last(hidden, torch.ones(1, 2), d)[0, 0].item() * 2 - 3 for d in
+                  params["first_last_definition"]["enum"]]
+        assert params["first_last_definition"]["enum"] == ["embeddings", "first-layer"] and firsts == [0.0, 1.0]
     assert tuple(baselines["static_token_avg"]["params"]["remove"]["items"]["enum"]) == REMOVALS
 
 

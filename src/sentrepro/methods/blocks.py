@@ -19,17 +19,12 @@ def pool_avg(hidden: Tensor, mask: Tensor) -> Tensor:
     return (hidden * weights).sum(1) / weights.sum(1).clamp_min(1e-9)
 
 
-FIRST_LAST_DEFINITIONS = ("embeddings", "first-layer")
-
-
 def pool_first_last(hidden_states: tuple[Tensor, ...], mask: Tensor, definition: str = "embeddings") -> Tensor:
     """Mean of the masked averages of the first and last layer.
 
     ``embeddings`` takes ``hidden_states[0]`` (the embedding output), as the papers' baselines and the
     older SimCSE code did; ``first-layer`` takes ``hidden_states[1]`` (SimCSE after commit 206d7ae).
     """
-    if definition not in FIRST_LAST_DEFINITIONS:
-        raise ValueError(f"unknown first_last_definition '{definition}' (one of: {', '.join(FIRST_LAST_DEFINITIONS)})")
     first = hidden_states[0] if definition == "embeddings" else hidden_states[1]
     return (pool_avg(first, mask) + pool_avg(hidden_states[-1], mask)) / 2
 
