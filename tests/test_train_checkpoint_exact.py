@@ -18,7 +18,6 @@ from sentrepro.methods import build_method
 from sentrepro.methods.base import METHOD_META
 from sentrepro.runs import BEST
 from sentrepro.training import loop
-from sentrepro.training.corpus import TokenizedCorpus, tokenize_corpus
 from sentrepro.training.loop import (
     LAST,
     TRAINER_STATE,
@@ -34,15 +33,7 @@ from sentrepro.training.loop import (
     train,
 )
 
-PARAMS = {"max_seq_length": 32, "temperature": 0.05, "mlp_only_train": True}
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory, wiki_sentences, tiny_models):
-    root = tmp_path_factory.mktemp("corpus")
-    (root / "sentences.txt").write_text("\n".join(wiki_sentences[:64]) + "\n", encoding="utf-8")
-    tokenize_corpus(root / "sentences.txt", load_tokenizer(str(tiny_models["bert"])), root / "tok", progress=False)
-    return TokenizedCorpus.open(root / "tok")
+from tests.test_train import PARAMS, corpus  # noqa: F401 - the loop's tests' SimCSE settings and 64-sentence corpus
 
 
 def _parts(tiny_models):
