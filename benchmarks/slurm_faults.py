@@ -449,7 +449,7 @@ def reference_digest(reference: Path) -> dict[str, str]:
 def compare_common(workdir: Path, other: Path) -> tuple[int, list[str]]:
     """The metrics files and training summaries both runs hold (another config sharing runs, e.g. the whole local
     rehearsal): how many, and those that differ. A run's results depend on its own config slice only."""
-    ours, theirs = results_of(workdir), results_of(other)
+    ours, theirs = digest_of(results_of(workdir)), reference_digest(other)
     common = [name for name in sorted(set(ours) & set(theirs)) if not name.endswith(".csv")]
     return len(common), [f"{name}: differs from {other}" for name in common if ours[name] != theirs[name]]
 
@@ -608,8 +608,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--slice", choices=sorted(SLICES), default="whole")
     parser.add_argument("--local", action="store_true", help="with --undisturbed: the local executor, same sizing")
     parser.add_argument("--report", type=Path, help="write the report as JSON here")
-    parser.add_argument("--common", type=Path, help="a run of another config (the whole local rehearsal's folder): "
-                        "its metrics files and training summaries that this run also has must be equal")
+    parser.add_argument("--common", type=Path, help="a run of another config (the whole local rehearsal's folder, "
+                        "or a digest): its metrics files and training summaries that this run also has must be equal")
     parser.add_argument("--check-only", action="store_true", help="check the invariant of the finished run in "
                         "--workdir against --reference; run nothing")
     args = parser.parse_args(argv)

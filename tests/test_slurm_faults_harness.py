@@ -94,3 +94,16 @@ rule tokenize:
 """
     assert harness.ran_jobs(output) == [("train", "backbone=bert-base, method=simcse, seed=0"),
                                         ("evaluate_sts", "backbone=bert-base, method=simcse, seed=0")]
+
+
+def test_the_files_two_configs_share_are_compared_against_a_digest_too(tmp_path):
+    whole = _run_folder(tmp_path / "whole")
+    (whole / "results" / "rehearsal" / "metrics" / "sts" / "other.json").write_text(json.dumps({"results": {"x": 1}}))
+    digest = tmp_path / "whole.json"
+    harness.write_digest(whole, digest, "whole", None)
+    part = _run_folder(tmp_path / "part")
+    assert harness.compare_common(part, digest) == (1, [])
+    assert harness.compare_common(part, whole) == (1, [])
+    (part / "results" / "rehearsal" / "metrics" / "sts" / "m.json").write_text(json.dumps({"results": {"stsb": 0.4}}))
+    shared, differ = harness.compare_common(part, digest)
+    assert shared == 1 and differ == [f"results/rehearsal/metrics/sts/m.json: differs from {digest}"]
