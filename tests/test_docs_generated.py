@@ -36,10 +36,12 @@ def _load(name: str):
 config_reference = _load("config_reference")
 outputs_reference = _load("outputs_reference")
 commands_reference = _load("commands_reference")
+benchmarks_reference = _load("benchmarks_reference")
 rulegraph = _load("rulegraph")
 CONFIG_PAGE = ROOT / "docs" / "reference" / "configuration.md"
 OUTPUTS_PAGE = ROOT / "docs" / "reference" / "outputs.md"
 COMMANDS_PAGE = ROOT / "docs" / "reference" / "commands.md"
+BENCHMARKS_PAGE = ROOT / "docs" / "reference" / "benchmarks.md"
 
 
 def _property_names(node, found: set[str]) -> set[str]:
@@ -142,6 +144,48 @@ def test_every_subcommand_and_option_is_on_the_command_page(monkeypatch):
         for action in sub._actions:
             for option in action.option_strings:
                 assert option in ("-h", "--help") or f"`{option}`" in section, (name, option)
+
+
+def test_the_benchmark_reference_is_generated_from_the_units():
+    assert BENCHMARKS_PAGE.read_text(encoding="utf-8") == benchmarks_reference.render(), \
+        "stale: run `python docs/gen/generate.py` and commit docs/reference/benchmarks.md"
+
+
+def _table_rows(section: str, header: str) -> list[str]:
+    """The rows of the table in ``section`` whose header line starts with ``header``."""
+    block = section.split(f"\n{header}", 1)[1].split("\n\n", 1)[0]
+    return block.splitlines()[2:]
+
+
+def test_every_unit_layout_task_and_counted_data_set_is_on_the_benchmark_page():
+    """The page's own walk of the registry: a generator that dropped a unit, a layout, a task or a count would
+    still match a page written by itself, so each is looked for in its unit's section."""
+    from sentrepro.data import benchmarks
+
+    page = BENCHMARKS_PAGE.read_text(encoding="utf-8")
+    variants = page.split("## STS text variants\n", 1)[1].split("\n## ", 1)[0]
+    for name, text in benchmarks.TEXT_VARIANTS.items():
+        assert f"| `{name}` | {text} |" in variants
+    units = benchmarks.benchmarks()
+    assert len(units) >= 5 and page.count("\n## `") == len(units)
+    for name, unit in units.items():
+        section = page.split(f"\n## `{name}`\n", 1)[1].split("\n## ", 1)[0]
+        assert unit.description in section
+        assert ("`sentrepro fixture " + name + "`" in section) == (unit.fixture is not None)
+        for group, tasks in unit.tasks.items():
+            assert f"| `{group}` | " + ", ".join(f"`{t}`" for t in tasks) + " |" in section
+        for layout_name, layout in unit.layouts.items():
+            row = next(r for r in _table_rows(section, "| layout |") if r.startswith(f"| `{layout_name}` | "))
+            assert layout.description in row
+            assert ("no STS text" in row) == (not layout.holds_sts)
+            if layout.holds_sts:
+                assert (f"`{layout.default_variant}`" in row) if layout.default_variant else ("required" in row)
+        for (dataset, part), n in unit.counts.items():
+            row = next(r for r in _table_rows(section, "| data set |") if r.startswith(f"| `{dataset}` | "))
+            assert f"{part}: {n:,}" in row
+        for dataset, k in unit.classes.items():
+            row = next(r for r in _table_rows(section, "| data set |") if r.startswith(f"| `{dataset}` | "))
+            assert row.endswith(f" | {k} |") or f" | {k} ({unit.parent_classes.get(dataset)} parent classes) |" in row
 
 
 def test_the_rule_graph_is_the_workflows():

@@ -18,6 +18,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
+import benchmarks_reference  # noqa: E402
 import commands_reference  # noqa: E402
 import config_reference  # noqa: E402
 import outputs_reference  # noqa: E402
@@ -26,6 +27,7 @@ PAGES = {
     "docs/reference/configuration.md": config_reference.render,
     "docs/reference/outputs.md": outputs_reference.render,
     "docs/reference/commands.md": commands_reference.render,
+    "docs/reference/benchmarks.md": benchmarks_reference.render,
 }
 
 
