@@ -123,6 +123,15 @@ def test_the_new_benchmark_shows_in_every_derived_list(toy_on_path):
 
     assert registry.suite_block_schema("clustering", {})["properties"]["sets"]["items"]["enum"] == \
         list(benchmarks.benchmarks()["clustering"].tasks["clustering"])
+    import importlib.util  # the manual's benchmark reference, generated from the units, gets the toy's section
+
+    spec = importlib.util.spec_from_file_location("benchmarks_reference", REPO / "docs" / "gen" / "benchmarks_reference.py")
+    page_module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(page_module)
+    section = page_module.render().split("\n## `toy`\n", 1)[1].split("\n## ", 1)[0]
+    assert "a throwaway topic-classification set" in section and "`sentrepro fixture toy`" in section
+    assert "| `toy-topics` | train.tsv and test.tsv, label<TAB>text | no STS text |" in section
+    assert "| `ToyTopics` | train: 9, test: 6 | 3 |" in section
 
 
 def test_the_new_benchmark_gets_a_fixture_that_is_parsed_and_counted(toy_on_path, tmp_path):
