@@ -638,6 +638,20 @@ def fingerprint(module: str, files: list[str]) -> str:
     return digest.hexdigest()
 
 
+def keep_failed_log(log: Path, kept: Path) -> Path:
+    """Copy a failed pass's log out of the scratch folder, which is deleted when the run stops; the copy's path."""
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(log, kept)
+    return kept
+
+
+def failed_tests(log: Path) -> str:
+    """The tests pytest's short summary names as failed or in error, from a log (what the error message shows)."""
+    lines = [line.strip() for line in log.read_text(encoding="utf-8", errors="replace").splitlines()
+             if line.startswith(("FAILED ", "ERROR "))]
+    return "; ".join(lines) if lines else "no FAILED or ERROR line in the log (pytest stopped before its summary)"
+
+
 def coverage_pass(workers: list[Worker], modules: list[str], scratch: Path,
                   tests: list[Path]) -> tuple[dict[str, Reach], dict[str, float]]:
     """Run the unit tiers of ``tests`` once under coverage, the files shared among the workers; the reach of every
@@ -672,8 +686,9 @@ def coverage_pass(workers: list[Worker], modules: list[str], scratch: Path,
     for k in busy:
         code, path = results[k]
         if code not in (0, 5):
-            raise SystemExit(f"the unmutated unit tests failed in the coverage pass (exit {code}); see "
-                             f"{scratch / f'coverage.{k}.log'}")
+            kept = keep_failed_log(scratch / f"coverage.{k}.log", CACHE / f"coverage-failed.{k}.log")
+            raise SystemExit(f"the unmutated unit tests failed in the coverage pass (exit {code}): "
+                             f"{failed_tests(kept)}; the log is kept in {kept}")
         durations.update(json.loads(path.read_text(encoding="utf-8")))
     # the workers' copies hold the same files at different paths: map each to the first worker's
     for k in busy:

@@ -512,3 +512,30 @@ def test_a_line_of_a_cached_function_reaches_every_user_of_the_module(engine):
     reach.shared = engine.cached_lines(source)
     assert reach.tests_for(6) == {"t.py::early", "t.py::names", "t.py::other"}
     assert reach.tests_for(10) == {"t.py::early", "t.py::names"}
+
+
+def test_a_failed_coverage_pass_names_the_failed_tests_and_keeps_its_log(engine, tmp_path, monkeypatch):
+    """The scratch folder goes when the run stops, so the log the message names is a copy outside it."""
+    import shutil
+
+    class FailingWorker:
+        root = tmp_path / "worker0"
+
+        def pytest(self, args, timeout, **kw):
+            Path(kw["log"]).write_text("..F\n=== short test summary info ===\n"
+                                       "FAILED tests/test_x.py::test_y - assert 0\nERROR tests/test_z.py\n", "utf-8")
+            return 1
+
+    monkeypatch.setattr(engine, "CACHE", tmp_path / "cache")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    with pytest.raises(SystemExit) as failure:
+        engine.coverage_pass([FailingWorker()], ["records/audit.py"], scratch, [ENGINE.parents[1] / "tests" / "conftest.py"])
+    kept = tmp_path / "cache" / "coverage-failed.0.log"
+    assert str(failure.value) == ("the unmutated unit tests failed in the coverage pass (exit 1): FAILED "
+                                  "tests/test_x.py::test_y - assert 0; ERROR tests/test_z.py; the log is kept in "
+                                  f"{kept}")
+    shutil.rmtree(scratch)
+    assert "FAILED tests/test_x.py::test_y" in kept.read_text(encoding="utf-8")
+    kept.write_text("Traceback (most recent call last):\n", encoding="utf-8")
+    assert engine.failed_tests(kept).startswith("no FAILED or ERROR line")
