@@ -130,7 +130,7 @@ def test_the_new_benchmark_shows_in_every_derived_list(toy_on_path):
     spec.loader.exec_module(page_module)
     section = page_module.render().split("\n## `toy`\n", 1)[1].split("\n## ", 1)[0]
     assert "a throwaway topic-classification set" in section and "`sentrepro fixture toy`" in section
-    assert "| `toy-topics` | train.tsv and test.tsv, label<TAB>text | no STS text |" in section
+    assert "| `toy-topics` | train.tsv and test.tsv, label&lt;TAB&gt;text | no STS text |" in section
     assert "| `ToyTopics` | train: 9, test: 6 | 3 |" in section
 
 

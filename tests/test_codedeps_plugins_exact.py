@@ -112,7 +112,6 @@ def test_the_cache_key_separates_python_minor_versions_only(python_version):
     source = Path(codedeps.__file__).read_bytes()
     normaliser = hashlib.sha256(source + b"\x003.11").digest()
     assert key == hashlib.sha256(normaliser + b"\x00fingerprint\x00.py\x00" + b"pass\n").hexdigest()
-    python_version(3, 11, 7)
 
 
 def test_a_cached_line_is_valid_only_when_it_is_json():

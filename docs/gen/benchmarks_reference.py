@@ -9,9 +9,12 @@ the page; ``docs/gen/generate.py`` writes it and ``tests/test_docs_generated.py`
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 
-def _cell(text) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|")
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling generators, however this file is loaded
+
+from config_reference import _cell  # noqa: E402  (one line, pipes escaped, < and > as entities)
 
 
 def _implied_variant(layout) -> str:
