@@ -19,7 +19,7 @@ from sentrepro.planning.config import load_config
 from sentrepro.planning.matrix import train_slice
 from sentrepro.planning.rehearsal import OVERLAY, REHEARSAL_ONLY_RULES, dag_differences
 from sentrepro.planning.workflow import PlannedJob
-from sentrepro.pretrained import tiny
+from sentrepro.pretrained import tiny, tiny_names
 from sentrepro.pretrained.names import backbone_problems, snapshot_name
 from sentrepro.runs import Run, method_params
 
@@ -42,15 +42,15 @@ def rehearsal_config() -> dict:
 
 
 def test_tiny_urls_name_their_builds_and_a_wrong_url_is_an_error_naming_the_choices():
-    assert tiny.names() == [f"{k}-{s}" for k in ("bert-uncased", "bert-cased", "roberta", "deberta")
+    assert tiny_names.names() == [f"{k}-{s}" for k in ("bert-uncased", "bert-cased", "roberta", "deberta")
                             for s in ("base", "large")]
-    for name in tiny.names():
-        assert tiny.name_of(tiny.url_of(name)) == name
-    assert tiny.build_dir("res", "tiny://roberta/large") == Path("res/tiny-models/roberta-large")
+    for name in tiny_names.names():
+        assert tiny_names.name_of(tiny_names.url_of(name)) == name
+    assert tiny_names.build_dir("res", "tiny://roberta/large") == Path("res/tiny-models/roberta-large")
     assert snapshot_name({"model": "tiny://roberta/large", "revision": None}) == "tiny"
     for bad in ("tiny://roberta", "tiny://gpt2/base", "tiny://roberta/huge", "roberta-base"):
-        with pytest.raises(tiny.TinyModelError, match="tiny://<tokenizer>/<size>"):
-            tiny.parse(bad)
+        with pytest.raises(tiny_names.TinyModelError, match="tiny://<tokenizer>/<size>"):
+            tiny_names.parse(bad)
 
 
 def test_a_tiny_model_of_another_family_than_its_backbone_is_a_config_error():
@@ -62,6 +62,24 @@ def test_a_tiny_model_of_another_family_than_its_backbone_is_a_config_error():
         "'roberta'",
         "backbones.odd.revision: 'tiny://bert-uncased/base' is a local model; a revision pins Hugging Face models "
         "only (local files are held to the hashes of their first copy)"]
+
+
+def test_only_the_tiny_model_command_runs_the_builder_so_editing_it_reruns_no_other_job():
+    """Every job's code closure holds what it imports (src/sentrepro/code/codedeps.py): the builder of tiny models,
+    their tokenizer trainers included, must be in sentrepro tiny-model's alone, or a fix to it reruns a whole run."""
+    from sentrepro.code.codedeps import cli_dispatch, closure_files
+
+    holding_builder = sorted(command for command in cli_dispatch()
+                             if "pretrained/tiny.py" in closure_files([f"cli:{command}"]))
+    assert holding_builder == ["tiny-model"]
+    assert "pretrained/tiny_names.py" in closure_files(["cli:train"])  # the names every job may check
+
+
+@pytest.mark.parametrize("model", ["tiny://roberta/base", "tiny://bert-cased/base"])
+def test_tiny_builds_are_deterministic(tmp_path, corpus, model):
+    first = tiny.build(model, corpus, tmp_path / "a")
+    again = tiny.build(model, corpus, tmp_path / "b")
+    assert first["files"] == again["files"]  # every file's sha256 and size
 
 
 def test_tiny_builds_are_deterministic_and_base_and_large_share_one_vocabulary(tmp_path, corpus):
@@ -135,12 +153,12 @@ def test_every_paper_backbone_is_a_tiny_stand_in_of_its_own_family(rehearsal_con
     paper = load_config(REPO / "config.yaml")
     assert set(rehearsal_config["backbones"]) == set(paper["backbones"])
     for name, spec in rehearsal_config["backbones"].items():
-        assert tiny.is_tiny(spec["model"]), name
-        assert tiny.family_problem(spec["model"], paper["backbones"][name]["family"]) is None, name
+        assert tiny_names.is_tiny(spec["model"]), name
+        assert tiny_names.family_problem(spec["model"], paper["backbones"][name]["family"]) is None, name
     # backbones sharing a tokenization cache in the paper share one tiny vocabulary (same tokenizer kind)
     kinds = {}
     for name, spec in rehearsal_config["backbones"].items():
-        kinds.setdefault(spec["tokenizer"], set()).add(tiny.parse(spec["model"])[0])
+        kinds.setdefault(spec["tokenizer"], set()).add(tiny_names.parse(spec["model"])[0])
     assert all(len(k) == 1 for k in kinds.values()), kinds
 
 
@@ -175,7 +193,7 @@ def test_a_tiny_backbone_fills_its_own_rows_as_a_stand_in_whatever_its_name(tmp_
     from sentrepro.tables.build import build_table
 
     files = [write_metrics(tmp_path, "bert-base", "simcse", 42, "sts", sts_results([70.0] * 7))]
-    label = tiny.stand_in_label({"model": "tiny://bert-uncased/base"})
+    label = tiny_names.stand_in_label({"model": "tiny://bert-uncased/base"})
     result = build_table(mini_spec(tmp_path), files, {"bert-base": {"stands_in_for": "bert-base", "stand_in": label}})
     rows = {c.row for c in result.cells if c.value is not None}
     assert rows == {"BERT-base SimCSE [tiny random bert-uncased/base in place of bert-base]"}
@@ -190,7 +208,7 @@ def test_no_claim_on_tiny_backbones_is_judged(tmp_path):
 
     files = [write_run(tmp_path, "bert-base", m, seed, n) for seed in (1, 2, 3, 4)
              for m, n in (("conpvp", 0.15), ("simcse", 0.6))]
-    label = tiny.stand_in_label({"model": "tiny://bert-uncased/base"})
+    label = tiny_names.stand_in_label({"model": "tiny://bert-uncased/base"})
     result = build_verdicts(load_claims(), files, {**BACKBONES, "bert-base": {"stands_in_for": "bert-base",
                                                                              "stand_in": label}}, "rehearsal")
     r = _by_id(result)["conpvp-t3-vs-simcse-bert-base"]

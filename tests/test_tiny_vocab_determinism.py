@@ -1,7 +1,7 @@
 """The tiny models' trained vocabularies, built twice from one corpus, must be the same: the rehearsal's results are
 compared across sittings by their digest (benchmarks/slurm_faults_reference.json), and a tiny model's token ids
 decide its random embedding rows. Stop 56's faulted run found the cased WordPiece vocabulary numbered differently
-on each build (BENCHMARKS.md, "Finding 2"); this test holds the finding until the fix lands."""
+on each build (BENCHMARKS.md, "Finding 2"); the builder now hands the trainer its alphabet in sorted order."""
 
 from __future__ import annotations
 
@@ -16,13 +16,31 @@ WORDS = ["Alpha", "bravo", "Charlie", "delta", "Echo", "foxtrot", "Golf", "hotel
 SENTENCES = [" ".join(WORDS[(i * k) % len(WORDS)] for k in range(1, 9)) for i in range(200)]
 
 
-@pytest.mark.xfail(strict=True, reason="stop 56's finding 2: tokenizers' WordPiece trainer numbers the ## alphabet in "
-                                       "hash-map order; the fix gives the vocabulary a canonical order")
 def test_the_cased_wordpiece_vocabulary_is_numbered_the_same_on_every_build():
-    builds = [tiny.bert_cased_tokenizer(SENTENCES, vocab_size=200).get_vocab() for _ in range(3)]
-    # on the rehearsal's corpus the token set was the same and 148 ids differed; on this small corpus, merges that
-    # tie also change the set
-    assert builds[0] == builds[1] == builds[2]
+    builds = [tiny.bert_cased_tokenizer(SENTENCES, vocab_size=200) for _ in range(3)]
+    # before the fix: on the rehearsal's corpus 148 ids differed; on this small corpus, merges that tie also changed
+    # the set
+    assert builds[0].get_vocab() == builds[1].get_vocab() == builds[2].get_vocab()
+    assert builds[0].backend_tokenizer.to_str() == builds[1].backend_tokenizer.to_str()
+
+
+def test_the_cased_wordpiece_vocabulary_is_a_bert_one_with_only_berts_special_tokens():
+    tokenizer = tiny.bert_cased_tokenizer(SENTENCES, vocab_size=200)
+    vocabulary = tokenizer.get_vocab()
+    assert [token for token, _ in sorted(vocabulary.items(), key=lambda item: item[1])[:5]] == tiny.WORDPIECE_SPECIALS
+    assert sorted(vocabulary.values()) == list(range(len(vocabulary))) and len(vocabulary) <= 200  # merges run out
+    # the reserved alphabet is an ordinary vocabulary entry, not a special token: "##a" in text is not one piece
+    assert tokenizer.all_special_tokens == sorted(tiny.WORDPIECE_SPECIALS, key=tokenizer.all_special_tokens.index)
+    assert set(tokenizer.all_special_tokens) == set(tiny.WORDPIECE_SPECIALS)
+    assert tokenizer.tokenize("##a") != ["##a"]
+    pieces = tokenizer.tokenize("Quebec Whiskey zulu")
+    assert "Q" in "".join(pieces) and any(piece.startswith("##") for piece in tokenizer.get_vocab())  # cased, ##
+    assert tokenizer.convert_tokens_to_string(pieces) == "Quebec Whiskey zulu"
+
+
+def test_a_vocabulary_too_small_for_the_alphabet_is_an_error_saying_so():
+    with pytest.raises(tiny.TinyModelError, match="cannot hold the corpus's 3. characters"):
+        tiny.bert_cased_tokenizer(SENTENCES, vocab_size=40)
 
 
 def test_the_byte_level_bpe_vocabularies_are_the_same_on_every_build():

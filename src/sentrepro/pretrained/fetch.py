@@ -237,7 +237,7 @@ def _snapshot_matches(snapshot_dir: Path, lock: dict) -> bool:
 def _tiny_listing(spec: dict, snapshot_dir: Path) -> Listing:
     """A tiny model's files as its build wrote them (``<resources>/tiny-models/<name>/``), each with the
     sha256 and size its BUILD.json records: the fetch holds every file to its builder's record."""
-    from sentrepro.pretrained.tiny import BUILD_RECORD, build_dir, read_build_record
+    from sentrepro.pretrained.tiny_names import BUILD_RECORD, build_dir, read_build_record
 
     resources = resources_of(snapshot_dir)
     if resources is None:

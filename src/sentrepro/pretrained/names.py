@@ -3,7 +3,7 @@
 A backbone's ``model`` is a Hugging Face id (``bert-base-uncased``, ``microsoft/deberta-base``), a
 local directory, ``pkg://<package>/<dir>`` (a model shipped in a Python package, the offline demo), or
 ``tiny://<tokenizer>/<size>`` (a tiny random model the workflow builds: the rehearsal's stand-ins,
-:mod:`sentrepro.pretrained.tiny`), whose snapshot is ``.../tiny/``.
+:mod:`sentrepro.pretrained.tiny_names`), whose snapshot is ``.../tiny/``.
 Hub models are fetched at ``revision`` (a 40-hex commit) into ``<resources>/models/<backbone>/<revision>/``;
 with ``revision: null`` into ``.../unpinned/`` (trust on first use: the commit resolved first is recorded
 and held to). Local models are copied into ``.../local/`` and held to the hashes of their first copy.
@@ -74,7 +74,7 @@ def backbone_problems(backbones: dict) -> list[str]:
             problems.append(f"backbones.{name}.model: {error}")
             continue
         if kind == TINY:
-            from sentrepro.pretrained.tiny import family_problem
+            from sentrepro.pretrained.tiny_names import family_problem
 
             problem = family_problem(spec["model"], spec.get("family", ""))
             if problem:

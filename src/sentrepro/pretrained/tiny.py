@@ -14,7 +14,8 @@ family and tokenizer kind that URL names, small enough to train on two CPU cores
 per-backbone settings meet different shapes. Base and large of one tokenizer kind share their
 vocabulary byte for byte (the paper config's RoBERTa base and large share one tokenization cache).
 
-The build is deterministic (fixed seed, sorted inputs): the same corpus and code give the same bytes.
+The build is deterministic (fixed seed, sorted inputs, a WordPiece trainer handed its alphabet in sorted
+order): the same corpus and code give the same bytes.
 It writes ``BUILD.json`` beside the model: every file's sha256 and size, which ``fetch_model``
 verifies the files against (the builder's record of what it wrote), so a tiny snapshot is checked like
 any other. Nothing here is ever a result: tables label every cell of a tiny backbone as a stand-in
@@ -28,81 +29,17 @@ from pathlib import Path
 
 from sentrepro.files import atomic_write_json
 from sentrepro.hashing import sha256_file
+from sentrepro.pretrained.tiny_names import (BUILD_KIND, BUILD_RECORD, SIZE_NAMES, TOKENIZER_FAMILIES, TinyModelError,
+                                             parse, stand_in_label)
 
-SCHEME = "tiny://"
-BUILD_RECORD = "BUILD.json"
-BUILD_KIND = "sentrepro-tiny-model"
-TINY_DIR = "tiny-models"  # under the resources directory: <resources>/tiny-models/<tokenizer>-<size>/
 SEED = 0
-# tokenizer kind -> the model family it belongs to (config backbones' `family`)
-TOKENIZER_FAMILIES = {"bert-uncased": "bert", "bert-cased": "bert", "roberta": "roberta", "deberta": "deberta"}
-SIZES = {
-    "base": dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64),
-    "large": dict(hidden_size=48, num_hidden_layers=3, num_attention_heads=3, intermediate_size=96),
-}
+SIZES = dict(zip(SIZE_NAMES, (  # size name -> the stand-in's dimensions
+    dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64),
+    dict(hidden_size=48, num_hidden_layers=3, num_attention_heads=3, intermediate_size=96),
+), strict=True))
 MAX_POSITIONS = 512  # as the real models: WOS abstracts (256 pieces) and MoCoUTRL (200) fit
 TRAINED_VOCAB = 2000  # vocabulary size of the WordPiece / BPE vocabularies trained here
 TOKENIZER_SENTENCES = 20000  # corpus lines the trained vocabularies learn from (the first ones)
-
-
-class TinyModelError(ValueError):
-    """A tiny:// URL names no tiny model, or its family disagrees with the backbone's."""
-
-
-def is_tiny(model: str) -> bool:
-    return str(model).startswith(SCHEME)
-
-
-def names() -> list[str]:
-    """Every tiny model: ``<tokenizer>-<size>``."""
-    return [f"{kind}-{size}" for kind in TOKENIZER_FAMILIES for size in SIZES]
-
-
-def parse(model: str) -> tuple[str, str]:
-    """``tiny://roberta/large`` -> ("roberta", "large"); anything else raises :class:`TinyModelError`."""
-    parts = model[len(SCHEME):].split("/") if is_tiny(model) else []
-    if len(parts) != 2 or parts[0] not in TOKENIZER_FAMILIES or parts[1] not in SIZES:
-        raise TinyModelError(f"{model!r} is not a tiny model: write tiny://<tokenizer>/<size> with tokenizer one of "
-                             f"{', '.join(TOKENIZER_FAMILIES)} and size one of {', '.join(SIZES)}")
-    return parts[0], parts[1]
-
-
-def name_of(model: str) -> str:
-    """The build directory's name of a tiny:// URL: ``<tokenizer>-<size>``."""
-    kind, size = parse(model)
-    return f"{kind}-{size}"
-
-
-def url_of(name: str) -> str:
-    """The tiny:// URL of a build directory's name (the inverse of :func:`name_of`)."""
-    kind, _, size = name.rpartition("-")
-    return f"{SCHEME}{kind}/{size}"
-
-
-def build_dir(resources_dir: str | Path, model: str) -> Path:
-    """Where the ``tiny_model`` rule builds ``model``: ``<resources>/tiny-models/<tokenizer>-<size>``."""
-    return Path(resources_dir) / TINY_DIR / name_of(model)
-
-
-def family_problem(model: str, family: str) -> str | None:
-    """Why a backbone of ``family`` cannot be ``model`` (None when it can)."""
-    try:
-        kind, _ = parse(model)
-    except TinyModelError as error:
-        return str(error)
-    if TOKENIZER_FAMILIES[kind] != family:
-        return f"{model} is a tiny {TOKENIZER_FAMILIES[kind]} model, but the backbone's family is '{family}'"
-    return None
-
-
-def stand_in_label(backbone_spec: dict) -> str | None:
-    """How tables, verdicts and figures name a tiny backbone's rows ("tiny random roberta/large"); None for a
-    real model. Derived from the model URL alone, so no backbone name can hide it."""
-    model = str(backbone_spec.get("model", ""))
-    if not is_tiny(model):
-        return None
-    kind, size = parse(model)
-    return f"tiny random {kind}/{size}"
 
 
 # --- building -----------------------------------------------------------------------------------
@@ -140,13 +77,40 @@ def _byte_level_bpe(sentences: list[str], special_tokens: list[str], vocab_size:
     return bpe._tokenizer
 
 
+WORDPIECE_SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+def _wordpiece_alphabet(wordpiece, sentences: list[str]) -> list[str]:
+    """Every character of the words the trainer will see (after its normaliser and pre-tokeniser), sorted."""
+    normalizer, pre_tokenizer = wordpiece._tokenizer.normalizer, wordpiece._tokenizer.pre_tokenizer
+    characters = set()
+    for sentence in sentences:
+        for word, _ in pre_tokenizer.pre_tokenize_str(normalizer.normalize_str(sentence)):
+            characters.update(word)
+    return sorted(characters)
+
+
 def _wordpiece(sentences: list[str], *, lowercase: bool, vocab_size: int):
+    """A WordPiece vocabulary learned from ``sentences``, the same ids on every build.
+
+    ``tokenizers``' trainer numbers the ``##`` continuation alphabet in the order of a hash map, and its merges
+    break ties by id, so two builds number tokens differently and may even pick different tokens (issue 45's
+    finding 2). The trainer is therefore handed every alphabet entry, plain and ``##``, in sorted order ahead of
+    its merges (as reserved tokens, which take the first ids); the learned vocabulary is then rebuilt as a plain
+    WordPiece model whose only special tokens are BERT's five."""
     from tokenizers import BertWordPieceTokenizer
 
-    wordpiece = BertWordPieceTokenizer(lowercase=lowercase, strip_accents=False if not lowercase else None)
-    wordpiece.train_from_iterator(sentences, vocab_size=vocab_size, min_frequency=1, show_progress=False,
-                                  special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
-    return wordpiece._tokenizer
+    options = dict(lowercase=lowercase, strip_accents=False if not lowercase else None)
+    trainer_tokenizer = BertWordPieceTokenizer(**options)
+    alphabet = _wordpiece_alphabet(trainer_tokenizer, sentences)
+    reserved = WORDPIECE_SPECIALS + alphabet + ["##" + character for character in alphabet]
+    if len(reserved) >= vocab_size:
+        raise TinyModelError(f"a WordPiece vocabulary of {vocab_size} cannot hold the corpus's {len(alphabet)} "
+                             f"characters twice (plain and ##) and the {len(WORDPIECE_SPECIALS)} special tokens")
+    trainer_tokenizer.train_from_iterator(sentences, vocab_size=vocab_size, min_frequency=1, show_progress=False,
+                                          special_tokens=reserved, limit_alphabet=len(alphabet))
+    vocabulary = trainer_tokenizer._tokenizer.get_vocab(with_added_tokens=False)  # token -> id, ids 0..n-1
+    return BertWordPieceTokenizer(vocab=vocabulary, **options)._tokenizer
 
 
 def bert_uncased_tokenizer(sentences: list[str] | None = None):
@@ -280,19 +244,4 @@ def build(model: str, corpus: Path, out_dir: Path, *, seed: int = SEED) -> dict:
     atomic_write_json(staging / BUILD_RECORD, record)
     shutil.rmtree(out_dir, ignore_errors=True)
     os.replace(staging, out_dir)
-    return record
-
-
-def read_build_record(directory: Path) -> dict:
-    """A built tiny model's BUILD.json; a missing or foreign one raises :class:`TinyModelError`."""
-    from sentrepro.files import read_json
-
-    path = Path(directory) / BUILD_RECORD
-    try:
-        record = read_json(path)
-    except (OSError, ValueError) as error:
-        raise TinyModelError(f"{path}: cannot read the tiny model's build record ({error}); rebuild it "
-                             "(rule tiny_model)") from error
-    if not isinstance(record, dict) or record.get("kind") != BUILD_KIND or not isinstance(record.get("files"), list):
-        raise TinyModelError(f"{path}: not a tiny model build record (kind {BUILD_KIND!r} with a files list)")
     return record

@@ -311,7 +311,7 @@ def build_table(spec: dict, metrics_files: list[Path], backbones: dict, *, repor
 
     ``backbones`` maps config backbone names to ``{"stands_in_for": str | list, "stand_in": str | None}`` so a
     demo backbone fills the paper backbone's rows (its name is added to the row label), and a tiny random
-    backbone (``stand_in``, :func:`sentrepro.pretrained.tiny.stand_in_label`) labels every cell it fills as a
+    backbone (``stand_in``, :func:`sentrepro.pretrained.tiny_names.stand_in_label`) labels every cell it fills as a
     stand-in, whatever its name: no verdict judges it.
     """
     reported = load_reported() if reported is None else reported

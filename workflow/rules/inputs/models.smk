@@ -1,6 +1,6 @@
 # Input functions, params and targets of workflow/rules/models.smk, which includes this file first.
 
-from sentrepro.pretrained import tiny
+from sentrepro.pretrained import tiny_names as tiny
 from sentrepro.pretrained.names import fetch_spec, snapshot_manifest
 
 
