@@ -497,8 +497,9 @@ def ledger_problems(workdir: Path) -> list[str]:
                 record = json.loads(line)
             except ValueError:  # a line torn by a job killed while appending: the ledger's reader skips and
                 continue        # names it (issue 36); what the job wrote is written again by its rerun
+            # one job incarnation (a requeued job is another: SLURM_RESTART_COUNT) writing the same bytes twice
             key = (record["path"], record["sha256"], record.get("command"), record.get("slurm_job_id"),
-                   record.get("dropped"), record.get("removed"), record.get("host"))
+                   record.get("slurm_restart_count"), record.get("dropped"), record.get("removed"), record.get("host"))
             if key in seen and not record.get("removed"):
                 problems.append(f"{ledger.name}:{number}: {record['path']} recorded twice by one job")
             seen.add(key)

@@ -282,7 +282,8 @@ def cmd_train(args) -> int:
     if "interrupted_at" in summary:
         print(f"stopped at step {summary['interrupted_at']} as asked (--stop-after)")
         return 3
-    print(f"trained {summary['steps']} steps; best STS-B dev {summary['best_stsb_dev_spearman']:.2f} "
+    done = "adopted the finished run of" if "adopted" in summary else "trained"
+    print(f"{done} {summary['steps']} steps; best STS-B dev {summary['best_stsb_dev_spearman']:.2f} "
           f"at step {summary['best_step']}")
     return 0
 

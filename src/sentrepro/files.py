@@ -69,10 +69,11 @@ def forget_written() -> None:
 
 
 @contextlib.contextmanager
-def atomic_path(target: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
+def atomic_path(target: str | os.PathLike, suffix: str = "", *, note: bool = True) -> Iterator[Path]:
     """Yield a temporary path next to ``target``; rename it onto ``target`` on success.
 
-    On any exception the temporary file (or directory) is removed and ``target`` is untouched.
+    On any exception the temporary file (or directory) is removed and ``target`` is untouched. ``note=False``:
+    the ledger does not record it (a file put back as bytes the ledger already records for it).
     """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -84,7 +85,8 @@ def atomic_path(target: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
         if tmp.exists():
             os.chmod(tmp, 0o666 & ~current_umask())
         os.replace(tmp, target)
-        _WRITTEN.append(target)
+        if note:
+            _WRITTEN.append(target)
     except BaseException as error:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()

@@ -43,6 +43,10 @@ class Run:
 # leaves on disk, never its result, so it travels outside the config slice and changing it reruns nothing.
 BEST = "best"  # the best checkpoint's folder, in its run directory (what evaluation and export load)
 TRAIN_SUMMARY = "train.json"  # a run's training summary, in its run directory (what evaluation reads of training)
+# A byte copy of a finished run's train.json, beside it, that no rule declares: Snakemake removes train.json before
+# it runs a training job again (a SLURM requeue of a finished job), never this; the job then adopts the run
+# (sentrepro.training.job.adopt_finished_run) instead of training it again.
+FINISHED_SUMMARY = "finished.json"
 
 KEEP_RESUME_STATE = "SENTREPRO_KEEP_RESUME_STATE"
 

@@ -1,5 +1,5 @@
 # Train one backbone x method x seed. GPU job on SLURM; resources per backbone come from config.
-# Resumes from <run>/last/ if the job is requeued or killed.
+# Resumes from <run>/last/ if the job is requeued or killed; adopts its finished run if requeued after it.
 
 include: "inputs/train.smk"
 
@@ -9,8 +9,10 @@ rule train:
     (precision configured, used and the authors'), the STS-B dev history (step 0 included), the selected step,
     the files of `best/` with their sha256, and provenance. Beside it: `best/` (the checkpoint selected on
     STS-B dev, which every evaluation loads), `last/` while the run is unfinished (resumable state, removed
-    once `best/` is verified unless `training.keep_resume_state`), and `unreadable/` for a checkpoint that
-    could not be read."""
+    once `best/` is verified unless `training.keep_resume_state`), `unreadable/` for a checkpoint that
+    could not be read, and `finished.json`, a copy of `train.json` written once the run is wholly done: a job
+    run again after that (SLURM requeued it; Snakemake removed `train.json` first) adopts the run from it
+    where settings, code and inputs are unchanged, instead of training it again."""
     input:
         tokenized=lambda w: training_tokenized_record(w.backbone, w.method),
         dev=lambda w: manifest(config["training"]["dev_source"]),

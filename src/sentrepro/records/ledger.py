@@ -143,6 +143,26 @@ def append(ledger: Path, records: list[dict]) -> None:
         raise OSError(exc.errno, f"cannot append to the ledger {ledger}: {exc.strerror}", str(ledger)) from exc
 
 
+def writer() -> dict:
+    """Who writes a record: the host and SLURM job, and the job's incarnation where SLURM restarted it
+    (``SLURM_RESTART_COUNT``, set only in a requeued job). A requeued job that writes a file again writes it a
+    second time: its records say so, and are never one record appended twice."""
+    fields = {"host": socket.gethostname(), "slurm_job_id": os.environ.get("SLURM_JOB_ID")}
+    restarts = os.environ.get("SLURM_RESTART_COUNT")
+    if restarts:
+        fields["slurm_restart_count"] = restarts
+    return fields
+
+
+def latest_write(path: str | os.PathLike) -> dict | None:
+    """The latest ledger line of ``path`` where it records a write (None: unrecorded, dropped or removed)."""
+    found = locate(path)
+    if found is None or not found[0].is_file():
+        return None
+    entry = read_ledger(found[0]).get(found[1])
+    return None if entry is None or entry.get("dropped") or entry.get("removed") else entry
+
+
 def record_outputs(command: str, targets: list[Path] | None = None) -> int:
     """Append a line per file the command wrote (default: every atomic write target of this process).
     Returns the number of lines."""
@@ -158,8 +178,7 @@ def record_outputs(command: str, targets: list[Path] | None = None) -> int:
             ledger, key = found
             by_ledger.setdefault(ledger, []).append({
                 "path": key, "sha256": sha256_file(path), "bytes": path.stat().st_size,
-                "command": command, "time": now, "host": socket.gethostname(),
-                "slurm_job_id": os.environ.get("SLURM_JOB_ID")})
+                "command": command, "time": now, **writer()})
     for ledger, records in by_ledger.items():
         append(ledger, records)
     return sum(len(r) for r in by_ledger.values())
@@ -178,8 +197,7 @@ def record_dropped(files: list[dict], command: str, reason: str) -> int:
         ledger, key = found
         by_ledger.setdefault(ledger, []).append({
             "path": key, "sha256": entry["sha256"], "bytes": entry["bytes"], "command": command,
-            "time": now, "host": socket.gethostname(), "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
-            "dropped": reason})
+            "time": now, **writer(), "dropped": reason})
     for ledger, records in by_ledger.items():
         append(ledger, records)
     return sum(len(r) for r in by_ledger.values())
@@ -202,8 +220,8 @@ def record_removed(ledgers: list[Path], reason: str) -> int:
         gone = [entry for key, entry in sorted(read_ledger(ledger).items())
                 if not entry.get("dropped") and not entry.get("removed") and not (base / key).exists()]
         append(ledger, [{"path": entry["path"], "sha256": entry["sha256"], "bytes": entry.get("bytes"),
-                         "command": entry.get("command"), "time": now, "host": socket.gethostname(),
-                         "slurm_job_id": os.environ.get("SLURM_JOB_ID"), "removed": reason} for entry in gone])
+                         "command": entry.get("command"), "time": now, **writer(), "removed": reason}
+                        for entry in gone])
         appended += len(gone)
     return appended
 

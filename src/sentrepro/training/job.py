@@ -14,12 +14,12 @@ from sentrepro.planning import registry
 from sentrepro.encoder.device import configure_threads
 from sentrepro.encoder.load import load_tokenizer
 from sentrepro.code.codedeps import running_record
-from sentrepro.runs import BEST, TRAIN_SUMMARY, canonical_json
+from sentrepro.runs import BEST, FINISHED_SUMMARY, TRAIN_SUMMARY, canonical_json
 from sentrepro.data.prepare import dataset_file
 from sentrepro.data.benchmarks.sts import read_sts_benchmark
 from sentrepro.encoder.encode import encode_sentences
 from sentrepro.evaluation.sts import cosine_rows, correlations
-from sentrepro.files import atomic_write_json, read_json
+from sentrepro.files import atomic_path, atomic_write_json, read_json
 from sentrepro.hashing import sha256_bytes
 from sentrepro.methods.base import Method, SentenceModel
 from sentrepro.encoder.start import initial_model
@@ -27,7 +27,7 @@ from sentrepro.encoder.device import resolve_device, resolve_precision
 from sentrepro.pretrained.reference import resolve_model
 from sentrepro.records.provenance import Provenance
 from sentrepro.training.corpus import TokenizedCorpus, check_vocabulary
-from sentrepro.records.ledger import record_dropped
+from sentrepro.records.ledger import latest_write, record_dropped
 from sentrepro.records.recorded import BEST_ROLE, add_verified_input, content_record, verify_tokenized
 from sentrepro.training.loop import TrainSettings, drop_resume_state, train
 
@@ -88,6 +88,39 @@ def read_dev_pairs(dev_manifest: Path, dev_file: Path) -> list:
     return read_sts_benchmark(dev_file, check_counts=not read_json(dev_manifest).get("synthetic", False))
 
 
+def adopt_finished_run(spec: dict, run_dir: Path, log) -> dict | None:
+    """The summary of ``run_dir``'s finished run where it is exactly what this job would train, else None.
+
+    A training job can run again after its run finished: SLURM requeues a job whose batch step did not report
+    back (a node failure to slurmctld) and Snakemake, inside it, removes ``train.json`` first. The finished run
+    left ``finished.json``, a byte copy of its summary that no rule declares. Where that copy was written under
+    this job's settings (``--spec``) and code fingerprint, and every input it lists (the tokenized corpus, STS-B
+    dev, the backbone, each file of ``best/``) still has its recorded sha256 (:mod:`sentrepro.records.adopt`), the
+    job puts ``train.json`` back as those bytes and trains nothing. The ledger already records those bytes, so
+    nothing is recorded again; only where its latest line for ``train.json`` is not a write of them is the put-back
+    recorded. Anything else, and the job trains (resuming from ``last/`` where it can).
+    """
+    from sentrepro.hashing import sha256_file
+    from sentrepro.records.adopt import why_not_adoptable
+
+    finished = Path(run_dir) / FINISHED_SUMMARY
+    if not finished.is_file():
+        return None
+    why_not = why_not_adoptable(finished, spec)
+    if why_not is not None:
+        log(f"not adopting the finished run in {run_dir}: {why_not}; training")
+        return None
+    summary_path = Path(run_dir) / TRAIN_SUMMARY
+    data = finished.read_bytes()
+    if not summary_path.is_file() or summary_path.read_bytes() != data:
+        recorded = latest_write(summary_path)
+        with atomic_path(summary_path, note=recorded is None or recorded["sha256"] != sha256_file(finished)) as tmp:
+            tmp.write_bytes(data)
+    log(f"adopted the finished run in {run_dir}: {finished} was written with these settings, code and inputs, and "
+        f"{BEST}/ is as it recorded; nothing trained (delete {run_dir} to train it again)")
+    return read_json(summary_path)
+
+
 def run_training(spec: dict, tokenized_dir: Path, dev_manifest: Path, run_dir: Path, *,
                  stop_after: int | None = None, log=print, model_manifest: Path | None = None,
                  progress=None, keep_resume_state: bool = True) -> dict:
@@ -99,6 +132,9 @@ def run_training(spec: dict, tokenized_dir: Path, dev_manifest: Path, run_dir: P
     ``last/`` is removed and each removed file is recorded in the ledger as dropped.
     """
     run_dir = Path(run_dir)
+    adopted = adopt_finished_run(spec, run_dir, log)
+    if adopted is not None:
+        return {**adopted, "adopted": str(run_dir / FINISHED_SUMMARY)}
     backbone, method_spec, seed = spec["backbone"], spec["method"], spec["seed"]
     training = spec["training"]
     threads = configure_threads(spec.get("threads"))
@@ -148,4 +184,6 @@ def run_training(spec: dict, tokenized_dir: Path, dev_manifest: Path, run_dir: P
     if not keep_resume_state:
         dropped = drop_resume_state(run_dir, best_files, log)
         record_dropped(dropped, "train", "resume state of a finished run (training.keep_resume_state: false)")
+    with atomic_path(run_dir / FINISHED_SUMMARY) as tmp:  # last: present only once the run is wholly done
+        tmp.write_bytes((run_dir / TRAIN_SUMMARY).read_bytes())
     return summary
