@@ -199,7 +199,8 @@ def test_a_truncated_last_checkpoint_is_moved_aside_and_training_starts_again_re
     data = state.read_bytes()
     state.write_bytes(data[: len(data) // 3])
     before = json.loads((copy / SIMCSE / "train.json").read_text())
-    (copy / SIMCSE / "train.json").unlink()  # as after a job killed before its summary
+    (copy / SIMCSE / "train.json").unlink()  # as after a job killed before its summary, so before its copy too
+    (copy / SIMCSE / "finished.json").unlink()  # (a finished run's copy: the job would adopt the run from it)
     snakemake(copy, str(SIMCSE / "train.json"))  # asked for: a missing intermediate alone reruns nothing
     summary = json.loads((copy / SIMCSE / "train.json").read_text())
     (recovery,) = summary["unreadable_checkpoints"]

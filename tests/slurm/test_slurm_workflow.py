@@ -506,7 +506,7 @@ def test_snakemake_killed_while_its_jobs_run_loses_nothing_and_never_races(orpha
     ledger = run.workdir / f"results/{EXPERIMENT}/ledger.jsonl"
     records = [r for r in ledger_lines(ledger)[orphaned_run.ledger_lines_before:]
                if r.get("command") == "train" and not r.get("dropped") and not r.get("removed")]
-    written = sorted([f"{RUN_DIR}/train.json",
+    written = sorted([f"{RUN_DIR}/train.json", f"{RUN_DIR}/finished.json",  # its copy, the run's last file
                       *(f"{RUN_DIR}/best/{name}" for name in files_of(run.workdir / RUN_DIR / "best"))])
     assert sorted(r["path"] for r in records if "/last/" not in r["path"]) == written, records
     for record in records:
