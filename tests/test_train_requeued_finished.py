@@ -17,6 +17,7 @@ import pytest
 from sentrepro.cli import main
 from sentrepro.data.prepare import prepare
 from sentrepro.encoder.load import load_tokenizer
+from sentrepro.hashing import sha256_file
 from sentrepro.runs import KEEP_RESUME_STATE
 
 SPEC = {"backbone": {"family": "bert", "model": None}, "method": {"kind": "simcse", "params": {
@@ -115,3 +116,19 @@ def test_a_requeued_jobs_ledger_records_name_its_incarnation(project, monkeypatc
     assert train(other) == 0  # trained again (another seed): its records name the second incarnation
     again = ledger_lines()[len(first):]
     assert again and all(r["slurm_restart_count"] == "1" and r["slurm_job_id"] == "113" for r in again)
+
+
+def test_a_put_back_summary_is_recorded_where_the_ledger_no_longer_says_it_holds_those_bytes(project, monkeypatch):
+    from sentrepro.records.ledger import latest_write, record_removed
+
+    assert train(project) == 0
+    summary = RUN / "train.json"
+    assert latest_write(summary)["sha256"] == sha256_file(summary)
+    snakemake_runs_the_job_again(monkeypatch, 1)
+    record_removed([LEDGER], "job failed")  # what the Snakefile's onerror writes for an output Snakemake removed
+    assert latest_write(summary) is None and latest_write("results/exp/elsewhere.json") is None
+    before = ledger_lines()
+    assert train(project) == 0  # adopted: train.json put back, and recorded, since the ledger said it was removed
+    added = ledger_lines()[len(before):]
+    assert [(r["path"], r["sha256"]) for r in added] == [(summary.as_posix(), sha256_file(summary))]
+    assert latest_write(summary)["sha256"] == sha256_file(RUN / "finished.json")
