@@ -9,11 +9,12 @@ commands with arguments built from the config; a user runs ``check-config``, ``r
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling generators, however this file is loaded
 
-def _cell(text) -> str:
-    parts = " ".join(str(text).split()).replace("|", "\\|").split("`")
-    return "`".join(part if i % 2 else part.replace("<", "&lt;").replace(">", "&gt;") for i, part in enumerate(parts))
+from config_reference import _cell  # noqa: E402  (one line, pipes escaped, < and > as entities)
 
 
 def _argument(action: argparse.Action) -> tuple[str, str, str, str]:
