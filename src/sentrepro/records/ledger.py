@@ -156,10 +156,7 @@ def writer() -> dict:
 
 def latest_write(path: str | os.PathLike) -> dict | None:
     """The latest ledger line of ``path`` where it records a write (None: unrecorded, dropped or removed)."""
-    found = locate(path)
-    if found is None or not found[0].is_file():
-        return None
-    entry = read_ledger(found[0]).get(found[1])
+    entry = LedgerView().entry(path)[1]
     return None if entry is None or entry.get("dropped") or entry.get("removed") else entry
 
 

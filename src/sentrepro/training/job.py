@@ -100,7 +100,7 @@ def adopt_finished_run(spec: dict, run_dir: Path, log) -> dict | None:
     nothing is recorded again; only where its latest line for ``train.json`` is not a write of them is the put-back
     recorded. Anything else, and the job trains (resuming from ``last/`` where it can).
     """
-    from sentrepro.hashing import sha256_file
+    from sentrepro.hashing import sha256_bytes
     from sentrepro.records.adopt import why_not_adoptable
 
     finished = Path(run_dir) / FINISHED_SUMMARY
@@ -114,7 +114,7 @@ def adopt_finished_run(spec: dict, run_dir: Path, log) -> dict | None:
     data = finished.read_bytes()
     if not summary_path.is_file() or summary_path.read_bytes() != data:
         recorded = latest_write(summary_path)
-        with atomic_path(summary_path, note=recorded is None or recorded["sha256"] != sha256_file(finished)) as tmp:
+        with atomic_path(summary_path, note=recorded is None or recorded["sha256"] != sha256_bytes(data)) as tmp:
             tmp.write_bytes(data)
     log(f"adopted the finished run in {run_dir}: {finished} was written with these settings, code and inputs, and "
         f"{BEST}/ is as it recorded; nothing trained (delete {run_dir} to train it again)")
