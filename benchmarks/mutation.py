@@ -18,7 +18,8 @@ script runs them, which is what makes "every mutant" affordable:
   checkout, where the mutant is written. ``--workers`` copies run in parallel (default: one per core).
 - **A cache keyed by fingerprints**: a target whose module, covering test files, ``tests/conftest.py`` and this
   engine are unchanged since its recorded run (``benchmarks/mutation_results.json``) is not run again
-  (``--force`` runs it); an interrupted run resumes from ``.mutation-cache/``.
+  (``--force`` runs it); an interrupted run resumes from ``.mutation-cache/``, where each mutant's state is saved
+  as it ends.
 
 A mutant is *killed* when its tests fail (pytest exit 1), cannot be collected (2: the mutant breaks an import) or
 end by a signal (a crash), and *timed out* when they run past three times their unmutated time plus 30 s (counted
@@ -62,6 +63,8 @@ PACKAGE = Path("src") / "sentrepro"
 RESULTS = ROOT / "benchmarks" / "mutation_results.json"
 EQUIVALENT = ROOT / "benchmarks" / "mutation_equivalent.yaml"
 CACHE = ROOT / ".mutation-cache"
+# A mutant that takes this long is named in the run's output as it ends, so that a run that seems stalled can be read.
+SLOW_MUTANT_S = 120
 SERVER = Path(__file__).resolve().with_name("mutation_server.py")
 COPIED = ("src", "tests", "benchmarks", "pyproject.toml", "config.yaml", "Snakefile", "workflow", "profiles", "docs",
           "README.md", "CONTRIBUTING.md", "BENCHMARKS.md", "CHANGELOG.md", "mkdocs.yml", "Makefile", "envs",
@@ -785,8 +788,11 @@ def run_target(target: Target, workers: list[Worker], reach: Reach, durations: d
             with lock:
                 outcomes[mutant.key] = outcome
                 done = len(outcomes)
+                save_cache(target.module, print_, outcomes)
+                if outcome["seconds"] >= SLOW_MUTANT_S:
+                    print(f"[mutation] {target.module}:{mutant.line_number} took {outcome['seconds']:.0f} s over "
+                          f"{outcome['tests']} tests ({outcome['state']}): {mutant.mutant.strip()[:80]}", flush=True)
                 if done % 25 == 0 or done == len(mutants):
-                    save_cache(target.module, print_, outcomes)
                     print(f"[mutation] {target.module}: {done}/{len(mutants)}", flush=True)
 
     threads = [threading.Thread(target=drain, args=(worker,)) for worker in workers]

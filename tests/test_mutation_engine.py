@@ -539,3 +539,48 @@ def test_a_failed_coverage_pass_names_the_failed_tests_and_keeps_its_log(engine,
     assert "FAILED tests/test_x.py::test_y" in kept.read_text(encoding="utf-8")
     kept.write_text("Traceback (most recent call last):\n", encoding="utf-8")
     assert engine.failed_tests(kept).startswith("no FAILED or ERROR line")
+
+
+def test_an_interrupted_target_keeps_each_finished_mutants_state_and_resumes_from_it(engine, tmp_path, monkeypatch):
+    (tmp_path / "src" / "sentrepro").mkdir(parents=True)
+    (tmp_path / "src" / "sentrepro" / "toy.py").write_text(SOURCE, encoding="utf-8")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_toy.py").write_text("def test_t():\n    pass\n", encoding="utf-8")
+    monkeypatch.setattr(engine, "ROOT", tmp_path)
+    monkeypatch.setattr(engine, "CACHE", tmp_path / ".mutation-cache")
+    mutants = engine.generate_mutants("src/sentrepro/toy.py", SOURCE)
+    assert len(mutants) > 3
+    lines = {m.line_number for m in mutants}
+    reach = engine.Reach(by_line={n: {"tests/test_toy.py::test_t"} for n in lines}, missing=set(),
+                         heads={n: n for n in lines})
+    target = engine.Target("toy.py", "a toy")
+
+    class InterruptedWorker:
+        root = tmp_path
+        ran: list = []
+
+        def run_mutant(self, rel, mutant, tests, limit_s):
+            if len(self.ran) == 2:
+                raise KeyboardInterrupt  # the run stopped by hand while its third mutant ran
+            self.ran.append(mutant.key)
+            return 1
+
+    with pytest.raises(KeyboardInterrupt):
+        engine.run_target(target, [InterruptedWorker()], reach, {})
+    _, print_ = engine.reach_fingerprint(target, reach, mutants)
+    assert sorted(engine.load_cache("toy.py", print_)) == sorted(InterruptedWorker.ran)
+
+    class Worker:
+        root = tmp_path
+        ran: list = []
+
+        def run_mutant(self, rel, mutant, tests, limit_s):
+            self.ran.append(mutant.key)
+            return 1
+
+        def pytest(self, args, limit_s, log):
+            return 0
+
+    record = engine.run_target(target, [Worker()], reach, {})
+    assert sorted(Worker.ran) == sorted(m.key for m in mutants if m.key not in InterruptedWorker.ran)
+    assert record["killed"] == len(mutants)
