@@ -30,8 +30,10 @@ def no_delta_note(cell: Cell) -> str:
     if cell.summary is None:
         return ""
     return SYNTHETIC_NOTE if cell.synthetic else STAND_IN_NOTE if cell.stand_in else ""
-STAT_NAMES = {"best": "best of N", "mean": "mean ± std", "std": "std over seeds", "max": "max over seeds",
-              "min": "min over seeds", "range": "max − min over seeds"}
+
+
+# The names of the two seed statistics a table shows: its headline's and the second table's (the other one).
+STAT_NAMES = {"best": "best of N", "mean": "mean ± std"}
 
 
 def fmt(value: float | None, digits: int = 2) -> str:
