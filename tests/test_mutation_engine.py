@@ -119,6 +119,16 @@ def test_an_equivalent_without_a_reason_is_refused(engine, tmp_path, monkeypatch
         engine.equivalents()
 
 
+def test_a_mutant_listed_twice_as_equivalent_is_refused(engine, tmp_path, monkeypatch):
+    listed = tmp_path / "equivalent.yaml"
+    listed.write_text("- {module: m.py, line: 'a = 1', mutant: 'a = 2', reason: 'never read'}\n"
+                      "- {module: m.py, line: 'a = 1', mutant: 'a = 3', reason: 'never read'}\n"
+                      "- {module: m.py, line: ' a = 1', mutant: 'a = 2 ', reason: 'not read'}\n", encoding="utf-8")
+    monkeypatch.setattr(engine, "EQUIVALENT", listed)
+    with pytest.raises(SystemExit, match="entry 2 .*repeats entry 0"):
+        engine.equivalents()
+
+
 def test_every_equivalent_listed_names_a_target_and_a_line_of_it(engine):
     """An entry whose line is gone from its module can no longer be checked by a reviewer: it must go."""
     for (module, line, _), _reason in engine.equivalents().items():
@@ -128,6 +138,31 @@ def test_every_equivalent_listed_names_a_target_and_a_line_of_it(engine):
         assert module in engine.BY_MODULE, module
         source = (engine.ROOT / engine.PACKAGE / module).read_text(encoding="utf-8")
         assert line in {text.strip() for text in source.splitlines()}, (module, line)
+
+
+@pytest.mark.heavy  # makes the mutants of each listed line: ~20 s
+def test_every_equivalent_listed_is_a_mutant_the_engine_makes(engine):
+    """An entry whose mutant the engine no longer makes (its line kept, the edit gone, or moved out of scope) is
+    a reason for nothing."""
+    listed: dict[str, set[tuple[str, str]]] = {}
+    for (module, line, mutant), _reason in engine.equivalents().items():
+        if module != "*":
+            listed.setdefault(module, set()).add((line, mutant))
+    for module, entries in listed.items():
+        source = (engine.ROOT / engine.PACKAGE / module).read_text(encoding="utf-8")
+        numbers = {n for n, text in enumerate(source.splitlines(), 1) if text.strip() in {line for line, _ in entries}}
+        made = engine.generate_mutants(str(engine.PACKAGE / module), source, only=numbers)
+        assert entries <= {(m.line, m.mutant) for m in made}, (module, entries - {(m.line, m.mutant) for m in made})
+
+
+@pytest.mark.parametrize("module", [None, "evaluation/sts.py", "tables/aggregate.py"])
+def test_mutants_made_for_some_lines_are_those_of_every_mutant_on_them(engine, module):
+    rel = "toy.py" if module is None else str(engine.PACKAGE / module)
+    source = SOURCE if module is None else (engine.ROOT / rel).read_text(encoding="utf-8")
+    every = engine.generate_mutants(rel, source)
+    on = sorted({m.line_number for m in every})
+    for numbers in [{n} for n in on] + [set(on[::2]), set(on[1::3])]:
+        assert engine.generate_mutants(rel, source, only=numbers) == [m for m in every if m.line_number in numbers]
 
 
 def test_a_target_fingerprint_follows_its_module_and_its_tests(engine, tmp_path, monkeypatch):
