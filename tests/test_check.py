@@ -28,6 +28,7 @@ def test_raw_sts_layout_on_the_real_files(shared_data, tmp_path):
     manifest = _prepared(tmp_path, "sts_raw", shared_data / "sts-raw", check=check)
     payload = check_source("sts_raw", {"check": check}, manifest)
     assert payload["text_variant"] == "raw" and payload["counts_checked"]
+    assert payload["text_processing"] == "original SemEval STS / SICK release text, untokenized"
     parts = {name: summary["parts"] for name, summary in payload["datasets"].items()}
     assert parts["STS16"]["test"] == 1186 and parts["STS16"]["postediting"] == 244
     assert parts["STSBenchmark"] == {"train": 5749, "dev": 1500, "test": 1379}
