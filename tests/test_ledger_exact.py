@@ -24,6 +24,7 @@ def project(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv(ledger.STORE_ENV, raising=False)
     monkeypatch.setenv("SLURM_JOB_ID", "777")
+    monkeypatch.setattr(ledger, "_scontrol_restarts", lambda job: None)  # no cluster to ask (a first incarnation)
     ledger.forget_stores()
     forget_written()
     yield tmp_path

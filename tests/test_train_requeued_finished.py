@@ -38,6 +38,8 @@ def project(tmp_path, monkeypatch, tiny_models, wiki_sentences, shared_data):
     monkeypatch.setenv(KEEP_RESUME_STATE, "0")  # the workflow's default: a finished run drops last/
     monkeypatch.setenv("SLURM_JOB_ID", "113")
     monkeypatch.delenv("SLURM_RESTART_COUNT", raising=False)
+    from sentrepro.records import ledger
+    monkeypatch.setattr(ledger, "_scontrol_restarts", lambda job: None)  # no cluster to ask: the env var tells
     (tmp_path / "sentences.txt").write_text("\n".join(wiki_sentences[:32]) + "\n", encoding="utf-8")
     meta = tokenize_corpus(tmp_path / "sentences.txt", load_tokenizer(str(tiny_models["bert"])), tmp_path / "tok",
                            progress=False)

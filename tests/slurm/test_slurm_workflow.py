@@ -399,6 +399,11 @@ def test_requeued_training_resumes_from_its_checkpoint_and_matches_an_uninterrup
     assert summary["provenance"]["slurm_job_id"] == job_id
     job = scontrol_job(job_id)
     assert (job["JobState"], job["Restarts"], job["Requeue"]) == ("COMPLETED", "1", "1"), job
+    # The ledger names the incarnation that wrote the summary: the slurm-jobstep executor strips
+    # SLURM_RESTART_COUNT before its srun, so the count comes from scontrol (issue 45's seed-1 run).
+    records = [r for r in ledger_lines(run.workdir / "results" / EXPERIMENT / "ledger.jsonl")
+               if r.get("path") == f"{RUN_DIR}/train.json"]
+    assert [(r["slurm_job_id"], r.get("slurm_restart_count")) for r in records] == [(job_id, "1")], records
     rule_log = (run.workdir / f"results/{EXPERIMENT}/logs/train/tiny-bert/simcse/seed1.log").read_text()
     assert f"resumed from step {resumed}" in rule_log
     # The profile's --open-mode=append: the job's log keeps both attempts.

@@ -34,10 +34,12 @@ from __future__ import annotations
 import datetime as _dt
 import errno
 import fcntl
+import functools
 import json
 import os
 import re
 import socket
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -145,13 +147,46 @@ def append(ledger: Path, records: list[dict]) -> None:
 
 def writer() -> dict:
     """Who writes a record: the host and SLURM job, and the job's incarnation where SLURM restarted it
-    (``SLURM_RESTART_COUNT``, set only in a requeued job). A requeued job that writes a file again writes it a
-    second time: its records say so, and are never one record appended twice."""
-    fields = {"host": socket.gethostname(), "slurm_job_id": os.environ.get("SLURM_JOB_ID")}
-    restarts = os.environ.get("SLURM_RESTART_COUNT")
+    (:func:`slurm_restart_count`). A requeued job that writes a file again writes it a second time: its records
+    say so, and are never one record appended twice."""
+    job = os.environ.get("SLURM_JOB_ID")
+    fields = {"host": socket.gethostname(), "slurm_job_id": job}
+    restarts = slurm_restart_count(job)
     if restarts:
         fields["slurm_restart_count"] = restarts
     return fields
+
+
+def slurm_restart_count(job: str | None) -> str | None:
+    """How many times SLURM restarted ``job`` (requeued it), as text; None for a first incarnation or no job.
+
+    SLURM sets ``SLURM_RESTART_COUNT`` in a restarted job's batch step, but Snakemake's slurm-jobstep executor
+    strips every ``SLURM_*`` variable but the job's identity before its ``srun`` runs the rule, so a rule's
+    command never sees it (issue 45's seed-1 run: a requeued evaluation's second writes carried no count). There
+    the count is read from ``scontrol show job`` (its ``Restarts=``), once per process."""
+    restarts = os.environ.get("SLURM_RESTART_COUNT")
+    if restarts:
+        return restarts
+    if not job:
+        return None
+    return _scontrol_restarts(job)
+
+
+@functools.lru_cache(maxsize=None)
+def _scontrol_restarts(job: str) -> str | None:
+    """``Restarts=`` of ``scontrol show job <job>``; None when it is 0, or when scontrol is absent, fails or
+    does not answer within 15 s (no controller to ask: nothing can be said of the job's incarnation)."""
+    try:
+        shown = subprocess.run(["scontrol", "show", "job", job], capture_output=True, text=True, timeout=15,
+                               check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if shown.returncode != 0:
+        return None
+    found = re.search(r"\bRestarts=(\d+)\b", shown.stdout)
+    if found is None:
+        raise ValueError(f"scontrol show job {job}: no Restarts= field in what it printed: {shown.stdout[:300]!r}")
+    return found.group(1) if found.group(1) != "0" else None
 
 
 def latest_write(path: str | os.PathLike) -> dict | None:
