@@ -95,3 +95,17 @@ def test_labels_outside_the_classes_are_refused_by_name():
     X, y = blobs(5, 3, 6, seed=2)
     with pytest.raises(ValueError, match=r"^y must lie in 0\.\.1, found 0\.\.2$"):
         fit_probe_fixed_epochs(X, y, n_classes=2, l2=1e-5, config=PROBE_MODES["fasttest"], n_epochs=1)
+
+
+@pytest.mark.parametrize("lengths", [None, (11, 5, 11)])
+def test_a_stacks_sigmoid_gives_each_member_the_bits_of_its_rows_alone(lengths):
+    """(3, 11, 8): 264 elements against a member's 88, whose last 8 ATen's AVX-512 sigmoid takes by its scalar path;
+    one sigmoid over the stack rounded some of them otherwise (the fixed-epoch grid's CI failure)."""
+    from sentrepro.evaluation.probe import _sigmoid_per_member
+
+    hidden = torch.from_numpy(np.random.default_rng(7).normal(scale=3.0, size=(3, 11, 8)).astype(np.float32))
+    out = _sigmoid_per_member(hidden, lengths)
+    assert out.shape == hidden.shape
+    for member, n in enumerate(lengths or (11, 11, 11)):
+        assert torch.equal(out[member, :n], torch.sigmoid(hidden[member, :n].clone()))
+        assert torch.equal(out[member, n:], hidden[member, n:])  # padding passes unchanged

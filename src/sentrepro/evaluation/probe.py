@@ -210,7 +210,7 @@ class StackedProbe(nn.Module):
         hidden = features  # (B, H); broadcast against (G, H, out) in the first matmul
         for depth, (weight, bias) in enumerate(zip(self.weights, self.biases)):
             if depth > 0:
-                hidden = torch.sigmoid(self.dropout(hidden))
+                hidden = _sigmoid_per_member(self.dropout(hidden), None)
             hidden = torch.matmul(hidden, weight.transpose(1, 2)) + bias.unsqueeze(1)  # (G, B, out)
         return hidden
 
@@ -508,6 +508,18 @@ def _weight_gradient(features: torch.Tensor, grad: torch.Tensor, out: torch.Tens
     return torch.bmm(grad.transpose(1, 2), features, out=out)
 
 
+def _sigmoid_per_member(hidden: torch.Tensor, lengths: tuple[int, ...] | None) -> torch.Tensor:
+    """The sigmoid of each member's real rows computed on those rows alone, (M, B, H) -> (M, B, H), as
+    ``nn.Sigmoid`` computes it on that member's batch (``lengths=None``: every row is real; padding rows pass
+    unchanged, they carry weight 0 in the loss). ATen's vectorised sigmoid takes a tensor's last elements past a
+    multiple of the vector width by a scalar path that rounds differently on AVX-512 (measured on (3, 11, 8) against
+    its member (1, 11, 8)), so one sigmoid over the stack gives a member other bits than its fit alone."""
+    if lengths is None:
+        return torch.stack([torch.sigmoid(member) for member in hidden])
+    rows = [torch.cat([torch.sigmoid(member[:n]), member[n:]]) for member, n in zip(hidden, lengths)]
+    return torch.stack(rows)  # (M, B, H)
+
+
 def _dropout_real_rows(hidden: torch.Tensor, p: float, training: bool, lengths: tuple[int, ...] | None) -> torch.Tensor:
     """Dropout on each row's real rows of its batch only, (M, B, H) -> (M, B, H): SentEval draws a mask for the rows
     a batch has, so a short last batch draws fewer numbers; masks drawn over the padding too would shift every later
@@ -584,7 +596,8 @@ class _MemberStack:
         for (_, start, stop), hidden in zip(self.slices, inputs):
             for depth, (weight, bias) in enumerate(layers):
                 if depth > 0:
-                    hidden = torch.sigmoid(_dropout_real_rows(hidden, dropout, training, lengths and lengths[start:stop]))
+                    own = lengths and lengths[start:stop]
+                    hidden = _sigmoid_per_member(_dropout_real_rows(hidden, dropout, training, own), own)
                 hidden = affine(hidden, weight[start:stop], bias[start:stop], lengths and lengths[start:stop])
             chunks.append(hidden)
         return chunks[0] if len(chunks) == 1 else torch.cat(chunks)
