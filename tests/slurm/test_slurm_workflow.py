@@ -241,6 +241,7 @@ def local_run(tiny_config, tmp_path_factory, wall_times) -> WorkflowRun:
 class InterruptedRun:
     run: WorkflowRun
     requeued_job: str
+    ledger_lines_before: int  # the experiment ledger's records copied from the local run
 
 
 def corrupt_backbone(model_dir: Path, dest: Path) -> Path:
@@ -263,6 +264,7 @@ def interrupted_run(slurm_cluster, local_run, tiny_config, tiny_models, tmp_path
     workdir = tmp_path_factory.mktemp("wf-requeue") / "work"
     shutil.copytree(local_run.workdir, workdir, symlinks=True)
     shutil.rmtree(workdir / RUN_DIR)
+    copied_records = len(ledger_lines(workdir / "results" / EXPERIMENT / "ledger.jsonl"))
     overlay = copy.deepcopy(tiny_config)
     corrupt = corrupt_backbone(tiny_models["bert"], workdir.parent / "tiny-bert-corrupt")
     # The same tokenizer name: the corpus is tokenized once, with tiny-bert (first by name).
@@ -288,7 +290,7 @@ def interrupted_run(slurm_cluster, local_run, tiny_config, tiny_models, tmp_path
     except BaseException:  # pytest.fail raises a BaseException
         started.kill()
         raise
-    return InterruptedRun(started.finish(), job_id)
+    return InterruptedRun(started.finish(), job_id, copied_records)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -401,9 +403,9 @@ def test_requeued_training_resumes_from_its_checkpoint_and_matches_an_uninterrup
     assert (job["JobState"], job["Restarts"], job["Requeue"]) == ("COMPLETED", "1", "1"), job
     # The ledger names the incarnation that wrote the summary: the slurm-jobstep executor strips
     # SLURM_RESTART_COUNT before its srun, so the count comes from scontrol (issue 45's seed-1 run).
-    records = [r for r in ledger_lines(run.workdir / "results" / EXPERIMENT / "ledger.jsonl")
-               if r.get("path") == f"{RUN_DIR}/train.json"]
-    assert [(r["slurm_job_id"], r.get("slurm_restart_count")) for r in records] == [(job_id, "1")], records
+    written = ledger_lines(run.workdir / "results" / EXPERIMENT / "ledger.jsonl")[interrupted_run.ledger_lines_before:]
+    records = [r for r in written if r.get("path") == f"{RUN_DIR}/train.json"]
+    assert [(r.get("slurm_job_id"), r.get("slurm_restart_count")) for r in records] == [(job_id, "1")], records
     rule_log = (run.workdir / f"results/{EXPERIMENT}/logs/train/tiny-bert/simcse/seed1.log").read_text()
     assert f"resumed from step {resumed}" in rule_log
     # The profile's --open-mode=append: the job's log keeps both attempts.
