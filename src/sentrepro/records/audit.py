@@ -144,6 +144,9 @@ def _describe(prov: dict) -> str:
     libs = prov.get("libraries", {})
     device = prov.get("device", {})
     gpu = f" ({device['gpu']})" if device.get("gpu") else ""
+    if device.get("cpu_capability"):  # recorded since issue 45 (the CPU's kernel family decides a float's bits)
+        gpu += f" [CPU {device.get('cpu') or 'unnamed'}, kernels {device['cpu_capability']}" + "".join(
+            f", {name}={value}" for name, value in sorted((device.get("numerics_env") or {}).items())) + "]"
     return (f"step {prov.get('step')} | seed {prov.get('seed')} | code {commit} (sentrepro {code.get('package')}) | "
             f"python {libs.get('python')} torch {libs.get('torch')} transformers {libs.get('transformers')} "
             f"numpy {libs.get('numpy')} | {device.get('device')}{gpu} {prov.get('precision')} | "

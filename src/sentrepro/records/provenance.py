@@ -70,14 +70,40 @@ def library_versions() -> dict:
     return versions
 
 
+# Variables that choose which CPU kernels torch, MKL and oneDNN run, and so a float result's last bits.
+NUMERICS_VARIABLES = ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "MKL_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA")
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_model() -> str | None:
+    """The CPU's model name (/proc/cpuinfo's first ``model name``; ``platform.processor()`` elsewhere), None
+    when neither names one."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name" and value.strip():
+                return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
 def device_info(device: str | None = None) -> dict:
-    """The device a job ran on, and torch's thread count and GPU name when the job used torch. A job that
-    never imported torch (downloads, data checks, tables) computed nothing with it: importing it here only
-    to read its thread count would cost every such command about two seconds of start-up."""
+    """The device a job ran on, and, when the job used torch, its thread count, the CPU with the kernel family
+    torch picked on it (``cpu_capability``: AVX2, AVX512, DEFAULT) and the variables that chose kernels, and
+    the GPU's name. The same code gives other float bits on another CPU family (issue 45's seed-1 run), so a
+    result records the CPU it was computed on. A job that never imported torch (downloads, data checks, tables)
+    computed nothing with it: importing it here only to read these would cost every such command about two
+    seconds of start-up."""
     info: dict[str, Any] = {"device": device or "cpu"}
     torch = sys.modules.get("torch")
     if torch is not None:
         info["torch_threads"] = torch.get_num_threads()
+        info["cpu"] = cpu_model()
+        info["cpu_capability"] = torch.backends.cpu.get_cpu_capability()
+        chosen = {name: os.environ[name] for name in NUMERICS_VARIABLES if name in os.environ}
+        if chosen:
+            info["numerics_env"] = chosen
         if device and device.startswith("cuda") and torch.cuda.is_available():
             info["gpu"] = torch.cuda.get_device_name(0)
     return info
