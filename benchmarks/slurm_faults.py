@@ -25,10 +25,14 @@ each fault's cost: the jobs that ran again after it, and what they would cost at
     sudo .venv/bin/python benchmarks/slurm_faults.py --seed 1 --workdir /tmp/faults/seed1 \\
         --reference /tmp/faults/reference
 
-A run's digest (``--digest FILE``: each result file's hash, the commit, the slice) stands in for its folder as a
-later run's ``--reference``: the committed ``benchmarks/slurm_faults_reference.json`` is the undisturbed whole
-rehearsal's, so a faulted run in a later sitting needs no second undisturbed run (the rehearsal's results are
-the same from run to run on one library stack: the families slice through SLURM equalled the local rehearsal).
+A run's digest (``--digest FILE``: each result file's hash, the commit, the slice, the kernels the jobs recorded)
+stands in for its folder as a later run's ``--reference``: the committed ``benchmarks/slurm_faults_reference.json``
+is the undisturbed whole rehearsal's, so a faulted run in a later sitting needs no second undisturbed run (the
+rehearsal's results are the same from run to run on one library stack and one kernel family: the families slice
+through SLURM equalled the local rehearsal). Float kernels differ between CPU families (AVX2, AVX-512; MKL on
+Intel or AMD), so the jobs run with ``--numerics portable`` by default: torch's baseline kernels, MKL's
+reproducible mode and oneDNN at SSE4.1, the same instructions on any x86-64 CPU. A reference computed with other
+kernels (or ``--numerics native`` on another CPU) is refused in one line instead of compared file by file.
 
 ``--slice families`` runs the slice of tests/test_workflow_rehearsal.py (one block per backbone family, the
 STS suite) instead of the whole rehearsal. Needs root (it starts the cluster, as tests/slurm do).
@@ -137,8 +141,24 @@ def snakemake_command(workdir: Path, *extra: str) -> list[str]:
             "--configfiles", str(REPO / "config.yaml"), str(REPO / OVERLAY), str(workdir / "overlay.yaml"), *extra]
 
 
+# The kernels the jobs compute with. "native": what torch, MKL and oneDNN pick on this CPU (a float's last bits
+# differ between CPU families: the seed-1 run's reference from another machine differed in 517 files).
+# "portable": torch's baseline kernels, MKL's reproducible mode, oneDNN at SSE4.1, the same instructions on any
+# x86-64 CPU, so a digest made on one machine checks a run on another.
+NUMERICS = {"native": {},
+            "portable": {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE", "ONEDNN_MAX_CPU_ISA": "SSE41"}}
+
+
+def numerics_env() -> dict[str, str]:
+    return NUMERICS[os.environ.get("SLURM_FAULTS_NUMERICS", "portable")]
+
+
 def workflow_env(workdir: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "SENTREPRO_SLURM_", "SNAKEMAKE_"))}
+    from sentrepro.records.provenance import NUMERICS_VARIABLES
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "SENTREPRO_SLURM_", "SNAKEMAKE_"))
+           and k not in NUMERICS_VARIABLES}
+    env.update(numerics_env())
     env.pop("CUDA_VISIBLE_DEVICES", None)
     env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", SENTREPRO_LOCK_JOURNAL=str(workdir / "lock-journal.jsonl"),
                PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
@@ -410,7 +430,51 @@ def results_of(root: Path) -> dict[str, object]:
     return found
 
 
-DIGEST_FORMAT = 1
+DIGEST_FORMAT = 2  # 2: with the kernels the results were computed with; 1 (before) has none
+
+
+def kernels_of(root: Path) -> dict[str, list[str]]:
+    """The kernels a run's torch jobs recorded (provenance ``device``): each distinct kernel family with the
+    variables that forced it, and the CPUs. Files from before these were recorded count for nothing."""
+    kernels, cpus = set(), set()
+    for path in sorted((root / "results" / "rehearsal").rglob("*.json")):
+        if "/metrics/" not in path.as_posix() and path.name != "train.json":
+            continue
+        device = (json.loads(path.read_text(encoding="utf-8")).get("provenance") or {}).get("device") or {}
+        if device.get("cpu_capability"):
+            forced = "".join(f" {k}={v}" for k, v in sorted((device.get("numerics_env") or {}).items()))
+            kernels.add(device["cpu_capability"] + forced)
+            cpus.add(device.get("cpu") or "unnamed")
+    return {"kernels": sorted(kernels), "cpus": sorted(cpus)}
+
+
+def wrong_kernels(ours: dict[str, list[str]], numerics: str) -> list[str]:
+    """The run asked for ``numerics`` and its jobs recorded other kernels (the variables did not reach them)."""
+    forced = "".join(f" {k}={v}" for k, v in sorted(NUMERICS[numerics].items()))
+    expected = [f"DEFAULT{forced}"] if numerics == "portable" else None
+    if not ours["kernels"]:
+        return ["no job recorded the kernels it computed with"]
+    if expected is not None and ours["kernels"] != expected:
+        return [f"--numerics {numerics} asked for {expected}, the jobs recorded {ours['kernels']}"]
+    if expected is None and any(kernel != kernel.split()[0] for kernel in ours["kernels"]):
+        return [f"--numerics native, but the jobs recorded forced kernels {ours['kernels']}"]
+    return []
+
+
+def kernel_mismatch(ours: dict[str, list[str]], theirs: dict[str, list[str]] | None, reference: Path) -> list[str]:
+    """Why the runs' files cannot be compared bit for bit, if they cannot: other kernels, or the same native
+    kernels on other CPUs. Portable kernels (every family DEFAULT) compare across CPUs."""
+    if len(ours["kernels"]) > 1:
+        return [f"this run's jobs computed with {len(ours['kernels'])} kernel families ({ours['kernels']}): "
+                "did the numerics variables reach every job?"]
+    if theirs is None or not theirs["kernels"] or not ours["kernels"]:
+        return []  # a reference from before kernels were recorded: compared as it is
+    portable = all(kernel.startswith("DEFAULT") for kernel in ours["kernels"])
+    if ours["kernels"] != theirs["kernels"] or (not portable and ours["cpus"] != theirs["cpus"]):
+        return [f"{reference}: computed with kernels {theirs['kernels']} on {theirs['cpus']}, this run with "
+                f"{ours['kernels']} on {ours['cpus']}; float results differ by kernel family, so no file is "
+                "compared (make both runs with --numerics portable, or the reference on this machine)"]
+    return []
 
 
 def digest_of(found: dict[str, object]) -> dict[str, str]:
@@ -428,7 +492,7 @@ def write_digest(workdir: Path, path: Path, slice_name: str, seed: int | None) -
     commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True,
                             check=False).stdout.strip()
     digest = {"format": DIGEST_FORMAT, "commit": commit, "slice": slice_name, "seed": seed,
-              "files": digest_of(results_of(workdir))}
+              "files": digest_of(results_of(workdir)), **kernels_of(workdir)}
     from sentrepro.files import atomic_write_text
 
     atomic_write_text(path, json.dumps(digest, indent=1, sort_keys=True) + "\n")
@@ -439,16 +503,33 @@ def reference_digest(reference: Path) -> dict[str, str]:
     """The per-file hashes of a reference: an undisturbed run's folder, or the digest file one wrote."""
     if reference.is_dir():
         return digest_of(results_of(reference))
+    return _digest_file(reference)["files"]
+
+
+def reference_kernels(reference: Path) -> dict[str, list[str]] | None:
+    """The kernels of a reference's results (None: a digest of format 1 does not say)."""
+    if reference.is_dir():
+        return kernels_of(reference)
+    data = _digest_file(reference)
+    return {"kernels": data["kernels"], "cpus": data["cpus"]} if data["format"] >= 2 else None
+
+
+def _digest_file(reference: Path) -> dict:
     data = json.loads(reference.read_text(encoding="utf-8"))
-    if (not isinstance(data, dict) or data.get("format") != DIGEST_FORMAT or not isinstance(data.get("files"), dict)
-            or not data["files"]):
-        raise SystemExit(f"{reference}: not a digest of format {DIGEST_FORMAT} with files (write one with --digest)")
-    return data["files"]
+    if (not isinstance(data, dict) or data.get("format") not in (1, DIGEST_FORMAT)
+            or not isinstance(data.get("files"), dict) or not data["files"]
+            or (data["format"] >= 2 and not all(isinstance(data.get(key), list) for key in ("kernels", "cpus")))):
+        raise SystemExit(f"{reference}: not a digest of format 1 or {DIGEST_FORMAT} with files (write one with "
+                         "--digest)")
+    return data
 
 
 def compare_common(workdir: Path, other: Path) -> tuple[int, list[str]]:
     """The metrics files and training summaries both runs hold (another config sharing runs, e.g. the whole local
     rehearsal): how many, and those that differ. A run's results depend on its own config slice only."""
+    mismatch = kernel_mismatch(kernels_of(workdir), reference_kernels(other), other)
+    if mismatch:
+        return 0, mismatch
     ours, theirs = digest_of(results_of(workdir)), reference_digest(other)
     common = [name for name in sorted(set(ours) & set(theirs)) if not name.endswith(".csv")]
     return len(common), [f"{name}: differs from {other}" for name in common if ours[name] != theirs[name]]
@@ -457,7 +538,9 @@ def compare_common(workdir: Path, other: Path) -> tuple[int, list[str]]:
 def invariant(workdir: Path, reference: Path | None) -> list[str]:
     """Every way the faulted run differs from what an undisturbed run leaves, one line each (empty: it holds)."""
     problems = []
-    if reference is not None:
+    mismatch = kernel_mismatch(kernels_of(workdir), reference_kernels(reference) if reference else None, reference)
+    problems += mismatch
+    if reference is not None and not mismatch:
         ours, theirs = digest_of(results_of(workdir)), reference_digest(reference)
         problems += [f"{name}: only in the reference run" for name in sorted(set(theirs) - set(ours))]
         problems += [f"{name}: only in the faulted run" for name in sorted(set(ours) - set(theirs))]
@@ -607,6 +690,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--digest", type=Path, help="write the run's digest here: each result file's hash, the "
                         "commit and the slice (a later run's --reference)")
     parser.add_argument("--slice", choices=sorted(SLICES), default="whole")
+    parser.add_argument("--numerics", choices=sorted(NUMERICS), default="portable", help="the jobs' kernels: "
+                        "portable (the same on any x86-64 CPU, so a digest from another machine checks this run) "
+                        "or native (this CPU's fastest; compare only with a reference made on this machine)")
     parser.add_argument("--local", action="store_true", help="with --undisturbed: the local executor, same sizing")
     parser.add_argument("--report", type=Path, help="write the report as JSON here")
     parser.add_argument("--common", type=Path, help="a run of another config (the whole local rehearsal's folder, "
@@ -624,6 +710,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--local runs no faults: give --undisturbed")
     if args.local:
         os.environ["SLURM_FAULTS_EXECUTOR"] = "local"
+    os.environ["SLURM_FAULTS_NUMERICS"] = args.numerics
     if args.workdir.exists() and any(args.workdir.iterdir()):
         parser.error(f"{args.workdir} is not empty")
     with test_cluster.exclusive_use(test_cluster.ClusterSpec.for_this_machine(), log):
@@ -635,6 +722,7 @@ def main(argv: list[str] | None = None) -> int:
         problems = invariant(args.workdir.resolve(), args.reference.resolve() if args.reference else None)
     problems += [f"fault {f['kind']} (due after {f['after_jobs']} cluster jobs) was never injected: the DAG "
                  "completed first" for f in report.faults if not f["done"]]
+    problems += wrong_kernels(kernels_of(args.workdir.resolve()), args.numerics)
     print(f"\n{report.planned_jobs} jobs, {len(report.attempts)} Snakemake runs, {report.wall_s:.0f} s wall")
     for fault in report.faults:
         print(f"  {fault['kind']:<17} after {fault['after_jobs']:>4} jobs at {fault['at_s']} s: "

@@ -56,7 +56,8 @@ def test_a_table_cells_metrics_pin_is_a_wall_clock_cell(tmp_path):
     assert one == two and one != three
 
 
-@pytest.mark.parametrize("content", ['{"format": 1, "files": {}}', '{"files": {"a": "b"}}', '[]'])
+@pytest.mark.parametrize("content", ['{"format": 1, "files": {}}', '{"format": 2, "files": {"a": "b"}}',
+                                     '{"files": {"a": "b"}}', '[]'])
 def test_a_reference_that_is_no_digest_is_refused_by_name(tmp_path, content):
     bad = tmp_path / "bad.json"
     bad.write_text(content)
@@ -107,3 +108,76 @@ def test_the_files_two_configs_share_are_compared_against_a_digest_too(tmp_path)
     (part / "results" / "rehearsal" / "metrics" / "sts" / "m.json").write_text(json.dumps({"results": {"stsb": 0.4}}))
     shared, differ = harness.compare_common(part, digest)
     assert shared == 1 and differ == [f"results/rehearsal/metrics/sts/m.json: differs from {digest}"]
+
+
+PORTABLE = {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE", "ONEDNN_MAX_CPU_ISA": "SSE41"}
+
+
+def _with_device(root, capability, cpu, numerics_env=None, name="m.json"):
+    """Give the run's metrics file the device a torch job records."""
+    metrics = root / "results" / "rehearsal" / "metrics" / "sts" / name
+    data = json.loads(metrics.read_text()) if metrics.exists() else {"results": {"x": 1}, "provenance": {}}
+    device = {"device": "cpu", "cpu": cpu, "cpu_capability": capability}
+    if numerics_env:
+        device["numerics_env"] = numerics_env
+    data["provenance"]["device"] = device
+    metrics.write_text(json.dumps(data))
+    return root
+
+
+def test_a_digest_records_the_kernels_and_a_reference_with_others_is_refused_in_one_line(tmp_path):
+    reference = _with_device(_run_folder(tmp_path / "reference"), "AVX2", "AMD EPYC 7B13")
+    digest = tmp_path / "digest.json"
+    written = harness.write_digest(reference, digest, "whole", None)
+    assert (written["format"], written["kernels"], written["cpus"]) == (2, ["AVX2"], ["AMD EPYC 7B13"])
+    faulted = _with_device(_run_folder(tmp_path / "faulted", score=0.7), "AVX512", "Intel(R) Xeon(R) Processor")
+    for ref in (digest, reference):
+        problems = [p for p in harness.invariant(faulted, ref) if "lock journal" not in p]
+        assert len(problems) == 1 and problems[0].startswith(f"{ref}: computed with kernels ['AVX2'] on "
+                                                             "['AMD EPYC 7B13'], this run with ['AVX512']"), problems
+        assert harness.compare_common(faulted, ref) == (0, problems)
+
+
+def test_the_same_native_kernels_on_another_cpu_are_refused_and_portable_ones_compared(tmp_path):
+    one = _with_device(_run_folder(tmp_path / "one"), "AVX512", "AMD EPYC 9B14")
+    two = _with_device(_run_folder(tmp_path / "two", score=0.7), "AVX512", "Intel(R) Xeon(R) Processor")
+    assert harness.kernel_mismatch(harness.kernels_of(two), harness.kernels_of(one), one)
+    assert not harness.kernel_mismatch(harness.kernels_of(one), harness.kernels_of(one), one)
+    _with_device(one, "DEFAULT", "AMD EPYC 9B14", PORTABLE)
+    _with_device(two, "DEFAULT", "Intel(R) Xeon(R) Processor", PORTABLE)
+    assert not harness.kernel_mismatch(harness.kernels_of(two), harness.kernels_of(one), one)
+    problems = [p for p in harness.invariant(two, one) if "lock journal" not in p]
+    assert problems == ["results/rehearsal/metrics/sts/m.json: differs from the reference run"]  # compared
+
+
+def test_a_digest_of_format_1_has_no_kernels_and_is_compared_as_it_is(tmp_path):
+    reference = _run_folder(tmp_path / "reference")
+    digest = tmp_path / "old.json"
+    digest.write_text(json.dumps({"format": 1, "files": harness.digest_of(harness.results_of(reference))}))
+    assert harness.reference_kernels(digest) is None
+    faulted = _with_device(_run_folder(tmp_path / "faulted"), "AVX512", "Intel(R) Xeon(R) Processor")
+    assert [p for p in harness.invariant(faulted, digest) if "lock journal" not in p] == []
+
+
+def test_a_run_whose_jobs_recorded_other_kernels_than_it_asked_for_is_a_problem(tmp_path):
+    run = _with_device(_run_folder(tmp_path / "run"), "AVX512", "Intel(R) Xeon(R) Processor")
+    assert harness.wrong_kernels(harness.kernels_of(run), "native") == []
+    assert harness.wrong_kernels(harness.kernels_of(run), "portable") == [
+        "--numerics portable asked for ['DEFAULT ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE "
+        "ONEDNN_MAX_CPU_ISA=SSE41'], the jobs recorded ['AVX512']"]
+    _with_device(run, "DEFAULT", "Intel(R) Xeon(R) Processor", PORTABLE)
+    assert harness.wrong_kernels(harness.kernels_of(run), "portable") == []
+    assert harness.wrong_kernels(harness.kernels_of(run), "native")
+    _with_device(run, "AVX512", "Intel(R) Xeon(R) Processor", name="n.json")  # one job without the variables
+    assert harness.kernel_mismatch(harness.kernels_of(run), None, None)[0].startswith(
+        "this run's jobs computed with 2 kernel families")
+
+
+def test_the_harness_gives_its_jobs_the_kernels_it_asks_for_and_nothing_inherited(tmp_path, monkeypatch):
+    monkeypatch.setenv("MKL_ENABLE_INSTRUCTIONS", "AVX2")
+    monkeypatch.setenv("SLURM_FAULTS_NUMERICS", "portable")
+    env = harness.workflow_env(tmp_path)
+    assert {k: env.get(k) for k in (*PORTABLE, "MKL_ENABLE_INSTRUCTIONS")} == {**PORTABLE,
+                                                                                "MKL_ENABLE_INSTRUCTIONS": None}
+    monkeypatch.setenv("SLURM_FAULTS_NUMERICS", "native")
+    assert not set(harness.workflow_env(tmp_path)) & {*PORTABLE, "MKL_ENABLE_INSTRUCTIONS"}
