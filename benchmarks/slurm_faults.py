@@ -433,6 +433,11 @@ def results_of(root: Path) -> dict[str, object]:
 DIGEST_FORMAT = 2  # 2: with the kernels the results were computed with; 1 (before) has none
 
 
+def kernel_label(capability: str, forced: dict[str, str]) -> str:
+    """One kernel family as a digest names it: torch's capability, then each forcing variable (sorted)."""
+    return capability + "".join(f" {k}={v}" for k, v in sorted(forced.items()))
+
+
 def kernels_of(root: Path) -> dict[str, list[str]]:
     """The kernels a run's torch jobs recorded (provenance ``device``): each distinct kernel family with the
     variables that forced it, and the CPUs. Files from before these were recorded count for nothing."""
@@ -442,21 +447,20 @@ def kernels_of(root: Path) -> dict[str, list[str]]:
             continue
         device = (json.loads(path.read_text(encoding="utf-8")).get("provenance") or {}).get("device") or {}
         if device.get("cpu_capability"):
-            forced = "".join(f" {k}={v}" for k, v in sorted((device.get("numerics_env") or {}).items()))
-            kernels.add(device["cpu_capability"] + forced)
+            kernels.add(kernel_label(device["cpu_capability"], device.get("numerics_env") or {}))
             cpus.add(device.get("cpu") or "unnamed")
     return {"kernels": sorted(kernels), "cpus": sorted(cpus)}
 
 
 def wrong_kernels(ours: dict[str, list[str]], numerics: str) -> list[str]:
     """The run asked for ``numerics`` and its jobs recorded other kernels (the variables did not reach them)."""
-    forced = "".join(f" {k}={v}" for k, v in sorted(NUMERICS[numerics].items()))
-    expected = [f"DEFAULT{forced}"] if numerics == "portable" else None
     if not ours["kernels"]:
         return ["no job recorded the kernels it computed with"]
-    if expected is not None and ours["kernels"] != expected:
-        return [f"--numerics {numerics} asked for {expected}, the jobs recorded {ours['kernels']}"]
-    if expected is None and any(kernel != kernel.split()[0] for kernel in ours["kernels"]):
+    if numerics == "portable":
+        expected = [kernel_label("DEFAULT", NUMERICS["portable"])]
+        if ours["kernels"] != expected:
+            return [f"--numerics portable asked for {expected}, the jobs recorded {ours['kernels']}"]
+    elif any(" " in kernel for kernel in ours["kernels"]):  # a native family carries no forcing variable
         return [f"--numerics native, but the jobs recorded forced kernels {ours['kernels']}"]
     return []
 
