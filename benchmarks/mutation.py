@@ -5,14 +5,15 @@ the mutants, one small edit each (an operator, a number, a comparison, a keyword
 script runs them, which is what makes "every mutant" affordable:
 
 - **Only the tests that reach the mutated line.** One coverage pass (coverage.py, one context per test) runs the
-  unit tiers (``-m "not slow and not slurm"``) over the targets and records which tests run each line. A mutant
-  runs exactly those tests, fastest first, stopping at the first failure (``-x``). A mutant of a line run only on
-  import runs the tests its effect reaches where that can be followed (a ``def``'s signature: the tests that run
-  its body; a constant: the tests that run a line reading it, and the test files that name it), and otherwise
-  every test that uses the module (``import_time_reads``). So does a line of a cached function (``cached_lines``):
-  coverage gives it to the first test that called it, while later callers read its result. A mutant of a line no test runs is
-  *not reached*: a survivor, without a run (the workflow tests that reach it in a subprocess are out of this
-  tier's reach, and the table says so).
+  unit tiers (``-m "not slow and not slurm"``) over the targets and records which tests run each line. A mutant runs
+  exactly those tests, stopping at the first failure (``-x``): first those that run the body of the function or
+  class holding the line or a line reading what it defines (``neighbour_lines``), then the others, each part fastest
+  first. A mutant of a line run only on import runs the tests its effect reaches where that can be followed (a
+  ``def``'s signature: the tests that run its body; a constant: the tests that run a line reading it, and the test
+  files that name it), and otherwise every test that uses the module (``import_time_reads``). So does a line of a
+  cached function (``cached_lines``): coverage gives it to the first test that called it, while later callers read
+  its result. A mutant of a line no test runs is *not reached*: a survivor, without a run (the workflow tests that
+  reach it in a subprocess are out of this tier's reach, and the table says so).
 - **A warm fork server per worker** (``benchmarks/mutation_server.py``): torch, transformers and scikit-learn are
   imported once; each run forks a child that imports the package afresh from the worker's own copy of the
   checkout, where the mutant is written. ``--workers`` copies run in parallel (default: one per core).
@@ -425,6 +426,51 @@ def statement_heads(source: str) -> dict[int, int]:
     return heads
 
 
+def neighbour_lines(source: str) -> dict[int, frozenset[int]]:
+    """Line (1-based) -> the statements run at call time that most likely show a mutant of it: the bodies of the
+    innermost ``def`` or ``class`` holding the line, and every function body line that reads a name the line's
+    top-level statement binds (a class, a function, a constant). A mutant of a dataclass field reaches every test
+    that uses the module (:meth:`Reach.tests_for`), but the tests that build or call that class see it first.
+    Only the order of a mutant's tests comes from this, never which tests run, so no state depends on it."""
+    tree = ast.parse(source)
+    parts = {id(node): _function_parts(node) for node in tree.body}
+
+    def run_lines(nodes) -> set[int]:
+        return {s.lineno for n in nodes for s in ast.walk(n) if isinstance(s, ast.stmt)}
+
+    def bound(node: ast.stmt) -> list[str]:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return [node.name]
+        return _simple_binding(node) or []
+
+    def readers(names: list[str]) -> set[int]:
+        return {n.lineno for node in tree.body for part in parts[id(node)][1] for n in _loads(part) if n.id in names}
+
+    near: dict[int, frozenset[int]] = {}
+    for top in tree.body:
+        from_names = readers(bound(top))
+        scopes = [n for n in ast.walk(top) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+        for line in range(top.lineno, top.end_lineno + 1):
+            inner = [n for n in scopes if n.lineno <= line <= n.end_lineno]
+            innermost = max(inner, key=lambda n: n.lineno) if inner else None
+            body = run_lines(_function_parts(innermost)[1]) if innermost is not None else set()
+            near[line] = frozenset(body | from_names)
+    return near
+
+
+def tests_running(reach: Reach, lines) -> set[str]:
+    """The tests that run any of ``lines`` (each read as coverage records it, by its statement's first line). Not a
+    method of :class:`Reach`, which is part of the engine's fingerprint: only the order of a mutant's tests uses it."""
+    return set().union(*(reach.by_line.get(reach.heads.get(n, n), set()) for n in lines)) - {""}
+
+
+def run_order(tests: set[str], first: set[str], durations: dict[str, float]) -> list[str]:
+    """A mutant's tests in the order they run under ``-x``: those in ``first`` (they run a line near the mutant),
+    then the rest, each part fastest first. A killed mutant stops at its first failing test, so this order
+    decides how long a kill takes; a survivor runs them all in any order."""
+    return sorted(tests, key=lambda t: (t not in first, durations.get(t, 0.0), t))
+
+
 # ------------------------------------------------------------------------------------------------------ coverage
 
 @dataclass
@@ -765,6 +811,7 @@ def run_target(target: Target, workers: list[Worker], reach: Reach, durations: d
     source = (ROOT / rel).read_text(encoding="utf-8")
     mutants = generate_mutants(rel, source)
     reached_by = {m.key: reach.tests_for(m.line_number) for m in mutants}
+    near = neighbour_lines(source)
     files, print_ = reach_fingerprint(target, reach, mutants)
     outcomes = load_cache(target.module, print_)
     pending: queue.Queue = queue.Queue()
@@ -785,7 +832,7 @@ def run_target(target: Target, workers: list[Worker], reach: Reach, durations: d
             if tests is None:
                 outcome = {"state": "not reached", "tests": 0, "seconds": 0.0}
             else:
-                ordered = sorted(tests, key=lambda t: (durations.get(t, 0.0), t))
+                ordered = run_order(tests, tests_running(reach, near.get(mutant.line_number, ())), durations)
                 budget = 3 * sum(durations.get(t, 1.0) for t in ordered) + 30
                 began = time.monotonic()
                 try:

@@ -619,3 +619,48 @@ def test_an_interrupted_target_keeps_each_finished_mutants_state_and_resumes_fro
     record = engine.run_target(target, [Worker()], reach, {})
     assert sorted(Worker.ran) == sorted(m.key for m in mutants if m.key not in InterruptedWorker.ran)
     assert record["killed"] == len(mutants)
+
+
+CLASSY = textwrap.dedent('''\
+    from dataclasses import dataclass, field
+
+    LIMIT = 3
+
+
+    @dataclass
+    class Report:
+        lines: list = field(default_factory=list)
+
+        def ok(self):
+            return not self.lines
+
+
+    def build(values):
+        report = Report()
+        report.lines.extend(v for v in values if v > LIMIT)
+        return report
+
+
+    def other():
+        return 1
+''')
+
+
+def test_a_field_mutant_runs_first_the_tests_that_use_its_class(engine):
+    """A dataclass field runs on import, so its mutant reaches every test of the module; the tests that build the
+    class (a line reading its name) or call its methods run first, each part fastest first."""
+    near = engine.neighbour_lines(CLASSY)
+    assert near[8] == {11, 15}  # Report.ok's body; the line of build that reads Report
+    assert 16 in near[3] and 20 not in near[3]  # LIMIT: build reads it, other does not
+    assert near[20] == {21}  # a line of a function body: that body
+    heads = engine.statement_heads(CLASSY)
+    reach = engine.Reach({8: {""}, 11: {"t.py::slow_ok"}, 15: {"t.py::build"}, 21: {"t.py::other"}},
+                         missing=set(), heads=heads, on_import={1, 3, 6, 7, 8, 10, 14, 20})
+    tests = reach.tests_for(8)
+    assert tests == {"t.py::slow_ok", "t.py::build", "t.py::other"}
+    durations = {"t.py::slow_ok": 9.0, "t.py::build": 5.0, "t.py::other": 0.1}
+    assert engine.run_order(tests, engine.tests_running(reach, near[8]), durations) == ["t.py::build", "t.py::slow_ok",
+                                                                           "t.py::other"]
+    # which tests run never changes, only their order
+    assert set(engine.run_order(tests, set(), durations)) == tests
+    assert engine.run_order(tests, set(), durations)[0] == "t.py::other"
