@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
 
-from tests.slurm.cluster import end_job_processes, job_processes
+from tests.slurm.cluster import CLUSTER_NAME, end_job_processes, job_processes
 
 MARK = "sentrepro-cleanup-test"
 
@@ -49,3 +50,23 @@ def test_a_process_without_a_job_id_is_not_a_job_process():
     finally:
         process.kill()
         process.wait()
+
+
+def test_a_slurmstepd_is_the_test_clusters_only_and_another_name_leaves_it_alone(tmp_path):
+    """A slurmstepd carries no cluster name: under the test cluster's name it is a job process, under any other it
+    is not, and ending another name's processes leaves it running. (This file once ended every job step of a
+    rehearsal running beside it on the test cluster.) Asserted before any kill, so the test cannot end a real one."""
+    fake = tmp_path / "slurmstepd"
+    shutil.copy(shutil.which("sleep"), fake)
+    step = subprocess.Popen([str(fake), "120"], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 10
+        while step.pid not in job_processes(CLUSTER_NAME) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert step.pid in job_processes(CLUSTER_NAME)
+        assert step.pid not in job_processes(MARK)
+        assert end_job_processes(lambda message: None, MARK, grace_s=1) == []
+        assert step.poll() is None, "a slurmstepd was ended under another cluster's name"
+    finally:
+        step.kill()
+        step.wait()

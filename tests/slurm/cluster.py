@@ -280,10 +280,15 @@ def process_environ(pid: int) -> dict[str, str]:
 
 
 def job_processes(cluster_name: str = CLUSTER_NAME) -> list[int]:
-    """Live processes that belong to a job of this cluster: every ``slurmstepd``, and every process whose
-    environment carries ``SLURM_CLUSTER_NAME=<cluster_name>`` with a ``SLURM_JOB_ID`` (what SLURM sets for
-    a job's batch script and steps, inherited by everything they start, daemonised or not)."""
+    """Live processes that belong to a job of this cluster: every process whose environment carries
+    ``SLURM_CLUSTER_NAME=<cluster_name>`` with a ``SLURM_JOB_ID`` (what SLURM sets for a job's batch script and
+    steps, inherited by everything they start, daemonised or not), and, for the test cluster itself
+    (:data:`CLUSTER_NAME`), every ``slurmstepd``. A ``slurmstepd`` carries no cluster name (it has slurmd's
+    environment); it belongs to this machine's slurmd, which is the test cluster's. Under any other name it is
+    left alone: tests/test_slurm_cleanup.py ran beside a rehearsal on the test cluster once and ended all its job
+    steps."""
     own = os.getpid()
+    steps_are_ours = cluster_name == CLUSTER_NAME
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == own:
@@ -293,8 +298,8 @@ def job_processes(cluster_name: str = CLUSTER_NAME) -> list[int]:
         if name is None:
             continue
         environ = process_environ(pid)
-        if name == "slurmstepd" or (environ.get("SLURM_CLUSTER_NAME") == cluster_name
-                                    and "SLURM_JOB_ID" in environ):
+        if (name == "slurmstepd" and steps_are_ours) or (environ.get("SLURM_CLUSTER_NAME") == cluster_name
+                                                         and "SLURM_JOB_ID" in environ):
             found.append(pid)
     return sorted(found)
 
