@@ -6,14 +6,15 @@ script runs them, which is what makes "every mutant" affordable:
 
 - **Only the tests that reach the mutated line.** One coverage pass (coverage.py, one context per test) runs the
   unit tiers (``-m "not slow and not slurm"``) over the targets and records which tests run each line. A mutant runs
-  exactly those tests, stopping at the first failure (``-x``): first those that run the body of the function or
-  class holding the line or a line reading what it defines (``neighbour_lines``), then the others, each part fastest
-  first. A mutant of a line run only on import runs the tests its effect reaches where that can be followed (a
-  ``def``'s signature: the tests that run its body; a constant: the tests that run a line reading it, and the test
-  files that name it), and otherwise every test that uses the module (``import_time_reads``). So does a line of a
-  cached function (``cached_lines``): coverage gives it to the first test that called it, while later callers read
-  its result. A mutant of a line no test runs is *not reached*: a survivor, without a run (the workflow tests that
-  reach it in a subprocess are out of this tier's reach, and the table says so).
+  exactly those tests, stopping at the first failure (``-x``): first the tests that killed the last mutants of the
+  same function or class (``killing_test``), then those that run the body of the function or class holding the line
+  or a line reading what it defines (``neighbour_lines``), then the others, each part fastest first. A mutant of a
+  line run only on import runs the tests its effect reaches where that can be followed (a ``def``'s signature: the
+  tests that run its body; a constant: the tests that run a line reading it, and the test files that name it), and
+  otherwise every test that uses the module (``import_time_reads``). So does a line of a cached function
+  (``cached_lines``): coverage gives it to the first test that called it, while later callers read its result. A
+  mutant of a line no test runs is *not reached*: a survivor, without a run (the workflow tests that reach it in a
+  subprocess are out of this tier's reach, and the table says so).
 - **A warm fork server per worker** (``benchmarks/mutation_server.py``): torch, transformers and scikit-learn are
   imported once; each run forks a child that imports the package afresh from the worker's own copy of the
   checkout, where the mutant is written. ``--workers`` copies run in parallel (default: one per core).
@@ -473,11 +474,34 @@ def tests_running(reach: Reach, lines) -> set[str]:
     return set().union(*(reach.by_line.get(reach.heads.get(n, n), set()) for n in lines)) - {""}
 
 
-def run_order(tests: set[str], first: set[str], durations: dict[str, float]) -> list[str]:
-    """A mutant's tests in the order they run under ``-x``: those in ``first`` (they run a line near the mutant),
-    then the rest, each part fastest first. A killed mutant stops at its first failing test, so this order
-    decides how long a kill takes; a survivor runs them all in any order."""
-    return sorted(tests, key=lambda t: (t not in first, durations.get(t, 0.0), t))
+def scope_heads(source: str) -> dict[int, int]:
+    """Line (1-based) -> the first line of the innermost ``def`` or ``class`` holding it, or of its top-level
+    statement: the mutants of one scope share a key, so the test that killed one is tried first on the next."""
+    heads: dict[int, int] = {}
+    for top in ast.parse(source).body:
+        scopes = [n for n in ast.walk(top) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+        for line in range(top.lineno, top.end_lineno + 1):
+            inner = [n for n in scopes if n.lineno <= line <= n.end_lineno]
+            heads[line] = max(inner, key=lambda n: n.lineno).lineno if inner else top.lineno
+    return heads
+
+
+def run_order(tests: set[str], first: set[str], durations: dict[str, float], recent=()) -> list[str]:
+    """A mutant's tests in the order they run under ``-x``: the tests in ``recent`` (those that killed the last
+    mutants of the same scope, latest first), then those in ``first`` (they run a line near the mutant), then the
+    rest, each part fastest first. A killed mutant stops at its first failing test, so this order decides how long
+    a kill takes; a survivor runs them all in any order."""
+    rank = {test: k for k, test in enumerate(recent)}
+    return sorted(tests, key=lambda t: (rank.get(t, len(rank)), t not in first, durations.get(t, 0.0), t))
+
+
+def killing_test(log: Path) -> str | None:
+    """The id of the test a ``-x`` run stopped at, from pytest's short summary (``FAILED <id> - <message>``);
+    None when the log names none (a mutant that broke collection, or a crash)."""
+    for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
+        if line.startswith(("FAILED ", "ERROR ")):
+            return line.split(" ", 1)[1].split(" - ", 1)[0].strip()
+    return None
 
 
 # ------------------------------------------------------------------------------------------------------ coverage
@@ -821,6 +845,8 @@ def run_target(target: Target, workers: list[Worker], reach: Reach, durations: d
     mutants = generate_mutants(rel, source)
     reached_by = {m.key: reach.tests_for(m.line_number) for m in mutants}
     near = neighbour_lines(source)
+    scopes = scope_heads(source)
+    killers: dict[int, list[str]] = {}  # scope -> the tests that killed its last mutants, latest first
     files, print_ = reach_fingerprint(target, reach, mutants)
     outcomes = load_cache(target.module, print_)
     pending: queue.Queue = queue.Queue()
@@ -841,7 +867,10 @@ def run_target(target: Target, workers: list[Worker], reach: Reach, durations: d
             if tests is None:
                 outcome = {"state": "not reached", "tests": 0, "seconds": 0.0}
             else:
-                ordered = run_order(tests, tests_running(reach, near.get(mutant.line_number, ())), durations)
+                scope = scopes.get(mutant.line_number, mutant.line_number)
+                with lock:
+                    recent = list(killers.get(scope, ()))
+                ordered = run_order(tests, tests_running(reach, near.get(mutant.line_number, ())), durations, recent)
                 budget = 3 * sum(durations.get(t, 1.0) for t in ordered) + 30
                 began = time.monotonic()
                 try:
@@ -852,6 +881,10 @@ def run_target(target: Target, workers: list[Worker], reach: Reach, durations: d
                     failures.append(error)
                     return
                 outcome = {"state": state, "tests": len(ordered), "seconds": round(time.monotonic() - began, 2)}
+                killer = killing_test(worker.root / "last.log") if state == "killed" else None
+                if killer in tests:
+                    with lock:
+                        killers[scope] = [killer] + [t for t in killers.get(scope, ()) if t != killer][:2]
             with lock:
                 outcomes[mutant.key] = outcome
                 done = len(outcomes)

@@ -664,3 +664,23 @@ def test_a_field_mutant_runs_first_the_tests_that_use_its_class(engine):
     # which tests run never changes, only their order
     assert set(engine.run_order(tests, set(), durations)) == tests
     assert engine.run_order(tests, set(), durations)[0] == "t.py::other"
+
+
+def test_the_test_that_killed_a_scopes_last_mutant_runs_first_on_the_next(engine, tmp_path):
+    """Mutants of one function are mostly killed by the same test: it runs first on the next mutant of that scope,
+    before the neighbours and the rest. The killer is read from pytest's short summary."""
+    log = tmp_path / "last.log"
+    log.write_text("..F\n=== short test summary info ===\nFAILED tests/t.py::test_b[x-1] - AssertionError: no\n"
+                   "1 failed, 2 passed in 0.1s\n", encoding="utf-8")
+    assert engine.killing_test(log) == "tests/t.py::test_b[x-1]"
+    log.write_text("ERROR tests/t.py - ImportError\n", encoding="utf-8")
+    assert engine.killing_test(log) == "tests/t.py"
+    log.write_text("3 passed in 0.1s\n", encoding="utf-8")
+    assert engine.killing_test(log) is None
+    heads = engine.scope_heads(CLASSY)
+    assert heads[8] == 7 and heads[11] == 10 and heads[16] == 14 and heads[3] == 3  # class, method, def, constant
+    tests = {"t.py::slow_ok", "t.py::build", "t.py::other"}
+    durations = {"t.py::slow_ok": 9.0, "t.py::build": 5.0, "t.py::other": 0.1}
+    assert engine.run_order(tests, {"t.py::build"}, durations, ["t.py::slow_ok"]) == [
+        "t.py::slow_ok", "t.py::build", "t.py::other"]
+    assert engine.run_order(tests, {"t.py::build"}, durations) == ["t.py::build", "t.py::other", "t.py::slow_ok"]
