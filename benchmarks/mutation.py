@@ -21,7 +21,8 @@ script runs them, which is what makes "every mutant" affordable:
 - **A cache keyed by fingerprints**: a target whose module, covering test files, ``tests/conftest.py`` and this
   engine are unchanged since its recorded run (``benchmarks/mutation_results.json``) is not run again
   (``--force`` runs it); an interrupted run resumes from ``.mutation-cache/``, where each mutant's state is saved
-  as it ends.
+  as it ends, with the test that killed it. If the target's test files changed since (a test file added), its
+  killed mutants whose killing test's file is unchanged keep their state (``load_cache``); the rest run again.
 
 A mutant is *killed* when its tests fail (pytest exit 1), cannot be collected (2: the mutant breaks an import) or
 end by a signal (a crash), and *timed out* when they run past three times their unmutated time plus 30 s (counted
@@ -811,19 +812,46 @@ def rewrite_paths(data_path: Path, old_root: Path, new_root: Path) -> None:
 
 # ---------------------------------------------------------------------------------------------------- the run
 
-def load_cache(module: str, print_: str) -> dict[str, dict]:
+def module_fingerprint(module: str) -> str:
+    """What every mutant's state depends on whatever tests reach it: the engine, the module, tests/conftest.py."""
+    digest = hashlib.sha256(engine_source().encode())
+    for path in [ROOT / PACKAGE / module, ROOT / "tests" / "conftest.py"]:
+        digest.update(str(path.relative_to(ROOT)).encode() + b"\0")
+        digest.update(path.read_bytes() if path.exists() else b"(absent)")
+    return digest.hexdigest()
+
+
+def file_hashes(files: list[str]) -> dict[str, str]:
+    return {f: hashlib.sha256((ROOT / f).read_bytes()).hexdigest() if (ROOT / f).exists() else "(absent)"
+            for f in files}
+
+
+def load_cache(module: str, print_: str, files: list[str] | None = None) -> dict[str, dict]:
+    """The states of a target's mutants that an earlier, interrupted run left and that still hold: all of them
+    when the target's fingerprint is unchanged; when only its reaching test files changed (a test file added or
+    edited), the killed mutants whose killing test's file is byte for byte the same (with the module, the engine
+    and conftest unchanged, that test still fails on that mutant). Survivors and the rest run again: a new test
+    may kill them."""
     path = CACHE / (module.replace("/", "__") + ".json")
     if not path.exists():
         return {}
     stored = json.loads(path.read_text(encoding="utf-8"))
-    return stored["mutants"] if stored.get("fingerprint") == print_ else {}
+    if stored.get("fingerprint") == print_:
+        return stored["mutants"]
+    if files is None or stored.get("module") != module_fingerprint(module):
+        return {}
+    now, then = file_hashes(files), stored.get("files", {})
+    return {key: outcome for key, outcome in stored["mutants"].items()
+            if outcome["state"] == "killed" and outcome.get("killer")
+            and now.get(outcome["killer"].split("::")[0], "") == then.get(outcome["killer"].split("::")[0])}
 
 
-def save_cache(module: str, print_: str, outcomes: dict[str, dict]) -> None:
+def save_cache(module: str, print_: str, outcomes: dict[str, dict], files: list[str] | None = None) -> None:
     CACHE.mkdir(exist_ok=True)
     path = CACHE / (module.replace("/", "__") + ".json")
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"fingerprint": print_, "mutants": outcomes}), encoding="utf-8")
+    tmp.write_text(json.dumps({"fingerprint": print_, "module": module_fingerprint(module),
+                               "files": file_hashes(files or []), "mutants": outcomes}), encoding="utf-8")
     os.replace(tmp, path)
 
 
@@ -848,7 +876,7 @@ def run_target(target: Target, workers: list[Worker], reach: Reach, durations: d
     scopes = scope_heads(source)
     killers: dict[int, list[str]] = {}  # scope -> the tests that killed its last mutants, latest first
     files, print_ = reach_fingerprint(target, reach, mutants)
-    outcomes = load_cache(target.module, print_)
+    outcomes = load_cache(target.module, print_, files)
     pending: queue.Queue = queue.Queue()
     for mutant in mutants:
         if mutant.key not in outcomes:
@@ -883,12 +911,13 @@ def run_target(target: Target, workers: list[Worker], reach: Reach, durations: d
                 outcome = {"state": state, "tests": len(ordered), "seconds": round(time.monotonic() - began, 2)}
                 killer = killing_test(worker.root / "last.log") if state == "killed" else None
                 if killer in tests:
+                    outcome["killer"] = killer
                     with lock:
                         killers[scope] = [killer] + [t for t in killers.get(scope, ()) if t != killer][:2]
             with lock:
                 outcomes[mutant.key] = outcome
                 done = len(outcomes)
-                save_cache(target.module, print_, outcomes)
+                save_cache(target.module, print_, outcomes, files)
                 if outcome["seconds"] >= SLOW_MUTANT_S:
                     print(f"[mutation] {target.module}:{mutant.line_number} took {outcome['seconds']:.0f} s over "
                           f"{outcome['tests']} tests ({outcome['state']}): {mutant.mutant.strip()[:80]}", flush=True)
@@ -902,7 +931,7 @@ def run_target(target: Target, workers: list[Worker], reach: Reach, durations: d
         thread.join()
     if failures:
         raise failures[0]
-    save_cache(target.module, print_, outcomes)
+    save_cache(target.module, print_, outcomes, files)
     check_unmutated(workers[0], target.module, set().union(*[t for t in reached_by.values() if t]), durations)
     known = equivalents()
     counts = {"killed": 0, "timeout": 0, "equivalent": 0, "survived": 0, "not_reached": 0}

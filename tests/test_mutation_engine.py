@@ -598,6 +598,7 @@ def test_an_interrupted_target_keeps_each_finished_mutants_state_and_resumes_fro
             if len(self.ran) == 2:
                 raise KeyboardInterrupt  # the run stopped by hand while its third mutant ran
             self.ran.append(mutant.key)
+            (tmp_path / "last.log").write_text("F\nFAILED tests/test_toy.py::test_t - assert 0\n", encoding="utf-8")
             return 1
 
     with pytest.raises(KeyboardInterrupt):
@@ -611,6 +612,7 @@ def test_an_interrupted_target_keeps_each_finished_mutants_state_and_resumes_fro
 
         def run_mutant(self, rel, mutant, tests, limit_s):
             self.ran.append(mutant.key)
+            (tmp_path / "last.log").write_text("F\nFAILED tests/test_toy.py::test_t - assert 0\n", encoding="utf-8")
             return 1
 
         def pytest(self, args, limit_s, log):
@@ -684,3 +686,49 @@ def test_the_test_that_killed_a_scopes_last_mutant_runs_first_on_the_next(engine
     assert engine.run_order(tests, {"t.py::build"}, durations, ["t.py::slow_ok"]) == [
         "t.py::slow_ok", "t.py::build", "t.py::other"]
     assert engine.run_order(tests, {"t.py::build"}, durations) == ["t.py::build", "t.py::other", "t.py::slow_ok"]
+
+
+def test_a_test_file_added_since_keeps_the_kills_whose_killing_test_is_unchanged(engine, tmp_path, monkeypatch):
+    """An interrupted target whose reaching test files changed since (a test file added, another edited) keeps the
+    killed mutants whose killing test's file is byte for byte the same, and runs the rest again; with the module
+    changed it keeps nothing."""
+    (tmp_path / "src" / "sentrepro").mkdir(parents=True)
+    (tmp_path / "src" / "sentrepro" / "toy.py").write_text(SOURCE, encoding="utf-8")
+    (tmp_path / "tests").mkdir()
+    for name in ("test_a.py", "test_b.py", "test_new.py"):
+        (tmp_path / "tests" / name).write_text("def test_t():\n    pass\n", encoding="utf-8")
+    monkeypatch.setattr(engine, "ROOT", tmp_path)
+    monkeypatch.setattr(engine, "CACHE", tmp_path / ".mutation-cache")
+    mutants = engine.generate_mutants("src/sentrepro/toy.py", SOURCE)
+    lines = {m.line_number for m in mutants}
+    by_line = {n: {"tests/test_a.py::test_t", "tests/test_b.py::test_t"} for n in lines}
+    reach = engine.Reach(by_line=by_line, missing=set(), heads={n: n for n in lines})
+    target = engine.Target("toy.py", "a toy")
+    killers = {m.key: ("tests/test_a.py::test_t" if k % 2 else "tests/test_b.py::test_t")
+               for k, m in enumerate(mutants)}
+
+    class Worker:
+        root = tmp_path
+
+        def run_mutant(self, rel, mutant, tests, limit_s):
+            if mutant.key == mutants[-1].key:
+                return 0  # one survivor
+            (tmp_path / "last.log").write_text(f"F\nFAILED {killers[mutant.key]} - assert 0\n", encoding="utf-8")
+            return 1
+
+        def pytest(self, args, limit_s, log):
+            return 0
+
+    engine.run_target(target, [Worker()], reach, {})
+    # a test file added that reaches the module, and test_b edited: the fingerprint changes, the module does not
+    added = engine.Reach(by_line={n: {*tests, "tests/test_new.py::test_t"} for n, tests in by_line.items()},
+                         missing=set(), heads={n: n for n in lines})
+    (tmp_path / "tests" / "test_b.py").write_text("def test_t():\n    assert 1\n", encoding="utf-8")
+    files, print_ = engine.reach_fingerprint(target, added, mutants)
+    kept = engine.load_cache("toy.py", print_, files)
+    assert set(kept) == {key for key, test in killers.items() if test.startswith("tests/test_a.py")
+                         and key != mutants[-1].key}
+    assert all(outcome["state"] == "killed" and outcome["killer"] == "tests/test_a.py::test_t"
+               for outcome in kept.values())
+    (tmp_path / "src" / "sentrepro" / "toy.py").write_text(SOURCE + "\n", encoding="utf-8")
+    assert engine.load_cache("toy.py", print_, files) == {}
