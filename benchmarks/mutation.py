@@ -437,6 +437,17 @@ def statement_heads(source: str) -> dict[int, int]:
     return heads
 
 
+def _scopes(tree: ast.Module) -> dict[int, tuple[ast.stmt, ast.AST | None]]:
+    """Line (1-based) -> (its top-level statement, the innermost ``def`` or ``class`` holding it or None)."""
+    found: dict[int, tuple[ast.stmt, ast.AST | None]] = {}
+    for top in tree.body:
+        scopes = [n for n in ast.walk(top) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+        for line in range(top.lineno, top.end_lineno + 1):
+            inner = [n for n in scopes if n.lineno <= line <= n.end_lineno]
+            found[line] = (top, max(inner, key=lambda n: n.lineno) if inner else None)
+    return found
+
+
 def neighbour_lines(source: str) -> dict[int, frozenset[int]]:
     """Line (1-based) -> the statements run at call time that most likely show a mutant of it: the bodies of the
     innermost ``def`` or ``class`` holding the line, and every function body line that reads a name the line's
@@ -454,19 +465,11 @@ def neighbour_lines(source: str) -> dict[int, frozenset[int]]:
             return [node.name]
         return _simple_binding(node) or []
 
-    def readers(names: list[str]) -> set[int]:
-        return {n.lineno for node in tree.body for part in parts[id(node)][1] for n in _loads(part) if n.id in names}
-
-    near: dict[int, frozenset[int]] = {}
-    for top in tree.body:
-        from_names = readers(bound(top))
-        scopes = [n for n in ast.walk(top) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
-        for line in range(top.lineno, top.end_lineno + 1):
-            inner = [n for n in scopes if n.lineno <= line <= n.end_lineno]
-            innermost = max(inner, key=lambda n: n.lineno) if inner else None
-            body = run_lines(_function_parts(innermost)[1]) if innermost is not None else set()
-            near[line] = frozenset(body | from_names)
-    return near
+    readers = {id(top): {n.lineno for node in tree.body for part in parts[id(node)][1] for n in _loads(part)
+                         if n.id in bound(top)} for top in tree.body}
+    return {line: frozenset((run_lines(_function_parts(inner)[1]) if inner is not None else set())
+                            | readers[id(top)])
+            for line, (top, inner) in _scopes(tree).items()}
 
 
 def tests_running(reach: Reach, lines) -> set[str]:
@@ -478,13 +481,7 @@ def tests_running(reach: Reach, lines) -> set[str]:
 def scope_heads(source: str) -> dict[int, int]:
     """Line (1-based) -> the first line of the innermost ``def`` or ``class`` holding it, or of its top-level
     statement: the mutants of one scope share a key, so the test that killed one is tried first on the next."""
-    heads: dict[int, int] = {}
-    for top in ast.parse(source).body:
-        scopes = [n for n in ast.walk(top) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
-        for line in range(top.lineno, top.end_lineno + 1):
-            inner = [n for n in scopes if n.lineno <= line <= n.end_lineno]
-            heads[line] = max(inner, key=lambda n: n.lineno).lineno if inner else top.lineno
-    return heads
+    return {line: (inner or top).lineno for line, (top, inner) in _scopes(ast.parse(source)).items()}
 
 
 def run_order(tests: set[str], first: set[str], durations: dict[str, float], recent=()) -> list[str]:
@@ -725,8 +722,13 @@ def engine_source() -> str:
 
 def fingerprint(module: str, files: list[str]) -> str:
     """What a target's result depends on: the module, the test files that reach it, tests/conftest.py, the engine."""
+    return _paths_digest([ROOT / PACKAGE / module, ROOT / "tests" / "conftest.py", *(ROOT / f for f in files)])
+
+
+def _paths_digest(paths: list[Path]) -> str:
+    """sha256 over the engine's deciding parts, then each path's name and bytes."""
     digest = hashlib.sha256(engine_source().encode())
-    for path in [ROOT / PACKAGE / module, ROOT / "tests" / "conftest.py", *(ROOT / f for f in files)]:
+    for path in paths:
         digest.update(str(path.relative_to(ROOT)).encode() + b"\0")
         digest.update(path.read_bytes() if path.exists() else b"(absent)")
     return digest.hexdigest()
@@ -814,11 +816,7 @@ def rewrite_paths(data_path: Path, old_root: Path, new_root: Path) -> None:
 
 def module_fingerprint(module: str) -> str:
     """What every mutant's state depends on whatever tests reach it: the engine, the module, tests/conftest.py."""
-    digest = hashlib.sha256(engine_source().encode())
-    for path in [ROOT / PACKAGE / module, ROOT / "tests" / "conftest.py"]:
-        digest.update(str(path.relative_to(ROOT)).encode() + b"\0")
-        digest.update(path.read_bytes() if path.exists() else b"(absent)")
-    return digest.hexdigest()
+    return _paths_digest([ROOT / PACKAGE / module, ROOT / "tests" / "conftest.py"])
 
 
 def file_hashes(files: list[str]) -> dict[str, str]:
@@ -846,12 +844,18 @@ def load_cache(module: str, print_: str, files: list[str] | None = None) -> dict
             and now.get(outcome["killer"].split("::")[0], "") == then.get(outcome["killer"].split("::")[0])}
 
 
-def save_cache(module: str, print_: str, outcomes: dict[str, dict], files: list[str] | None = None) -> None:
+def cache_stamp(module: str, files: list[str]) -> dict:
+    """What a saved cache is checked against on a later run's :func:`load_cache` (computed once per target: it
+    reads the engine's source and every reaching test file)."""
+    return {"module": module_fingerprint(module), "files": file_hashes(files)}
+
+
+def save_cache(module: str, print_: str, outcomes: dict[str, dict], stamp: dict | None = None) -> None:
     CACHE.mkdir(exist_ok=True)
     path = CACHE / (module.replace("/", "__") + ".json")
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"fingerprint": print_, "module": module_fingerprint(module),
-                               "files": file_hashes(files or []), "mutants": outcomes}), encoding="utf-8")
+    tmp.write_text(json.dumps({"fingerprint": print_, **(stamp or cache_stamp(module, [])), "mutants": outcomes}),
+                   encoding="utf-8")
     os.replace(tmp, path)
 
 
@@ -877,6 +881,7 @@ def run_target(target: Target, workers: list[Worker], reach: Reach, durations: d
     killers: dict[int, list[str]] = {}  # scope -> the tests that killed its last mutants, latest first
     files, print_ = reach_fingerprint(target, reach, mutants)
     outcomes = load_cache(target.module, print_, files)
+    stamp = cache_stamp(target.module, files)
     pending: queue.Queue = queue.Queue()
     for mutant in mutants:
         if mutant.key not in outcomes:
@@ -917,7 +922,7 @@ def run_target(target: Target, workers: list[Worker], reach: Reach, durations: d
             with lock:
                 outcomes[mutant.key] = outcome
                 done = len(outcomes)
-                save_cache(target.module, print_, outcomes, files)
+                save_cache(target.module, print_, outcomes, stamp)
                 if outcome["seconds"] >= SLOW_MUTANT_S:
                     print(f"[mutation] {target.module}:{mutant.line_number} took {outcome['seconds']:.0f} s over "
                           f"{outcome['tests']} tests ({outcome['state']}): {mutant.mutant.strip()[:80]}", flush=True)
@@ -931,7 +936,7 @@ def run_target(target: Target, workers: list[Worker], reach: Reach, durations: d
         thread.join()
     if failures:
         raise failures[0]
-    save_cache(target.module, print_, outcomes, files)
+    save_cache(target.module, print_, outcomes, stamp)
     check_unmutated(workers[0], target.module, set().union(*[t for t in reached_by.values() if t]), durations)
     known = equivalents()
     counts = {"killed": 0, "timeout": 0, "equivalent": 0, "survived": 0, "not_reached": 0}
